@@ -1,0 +1,17 @@
+//! The events order-service emits: one per status change and one per refund that becomes due.
+
+use strum::{AsRefStr, Display, EnumString, IntoStaticStr};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr, IntoStaticStr)]
+pub enum EventType {
+    #[strum(serialize = "order.created")]
+    OrderCreated,
+    #[strum(serialize = "order.paid")]
+    OrderPaid,
+    #[strum(serialize = "order.shipped")]
+    OrderShipped,
+    #[strum(serialize = "order.cancelled")]
+    OrderCancelled,
+    #[strum(serialize = "order.refund_required")]
+    OrderRefundRequired,
+}

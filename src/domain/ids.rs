@@ -1,0 +1,112 @@
+//! Identifier newtypes. Each has a private field and a fallible `parse`, so a raw string from
+//! outside never travels inward unchecked.
+
+use std::fmt;
+use std::str::FromStr;
+
+use uuid::Uuid;
+
+use super::text::{BoundedText, ValidationError};
+
+/// An order's id: a UUID given by the client (body or event) or generated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OrderId(Uuid);
+
+impl OrderId {
+    pub fn generate() -> Self {
+        Self(Uuid::now_v7())
+    }
+
+    pub fn from_uuid(id: Uuid) -> Self {
+        Self(id)
+    }
+
+    pub fn as_uuid(&self) -> Uuid {
+        self.0
+    }
+}
+
+impl FromStr for OrderId {
+    type Err = ValidationError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s)
+            .map(Self)
+            .map_err(|_| ValidationError::new("order_id", "must be a UUID"))
+    }
+}
+
+impl fmt::Display for OrderId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+macro_rules! text_id {
+    ($(#[$doc:meta])* $name:ident, $field:literal, $max:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub struct $name(BoundedText);
+
+        impl $name {
+            pub const MAX_CHARS: usize = $max;
+
+            pub fn parse(value: &str) -> Result<Self, ValidationError> {
+                BoundedText::parse($field, value, $max).map(Self)
+            }
+
+            pub fn as_str(&self) -> &str {
+                self.0.as_str()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
+}
+
+text_id!(
+    /// The customer an order belongs to (1–64 characters).
+    CustomerId,
+    "customer_id",
+    64
+);
+text_id!(
+    /// A payment provider's id for one transfer of money; unique across the ledger.
+    TransferId,
+    "transfer_id",
+    128
+);
+text_id!(
+    /// The caller of the REST API; the scope of its Idempotency-Keys.
+    ClientId,
+    "client_id",
+    128
+);
+text_id!(
+    /// The `event_id` of an inbound AMQP envelope; kept on history rows for tracing.
+    EventId,
+    "event_id",
+    255
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_id_parses_uuids_only() {
+        assert!("7c9e6679-7425-40de-944b-e07fc1f90ae7".parse::<OrderId>().is_ok());
+        assert!("not-a-uuid".parse::<OrderId>().is_err());
+    }
+
+    #[test]
+    fn customer_id_is_bounded() {
+        assert!(CustomerId::parse(&"c".repeat(64)).is_ok());
+        assert!(CustomerId::parse(&"c".repeat(65)).is_err());
+        assert!(CustomerId::parse("").is_err());
+    }
+}

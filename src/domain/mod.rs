@@ -1,0 +1,19 @@
+//! The pure core of order-service: identifiers, money, the order state machine and the decisions
+//! it makes. Nothing here performs I/O or knows about HTTP, AMQP or SQL; both doors and the store
+//! speak in these types.
+
+mod events;
+mod ids;
+mod idempotency;
+mod money;
+mod order;
+mod status;
+mod text;
+
+pub use events::EventType;
+pub use ids::{ClientId, CustomerId, EventId, OrderId, TransferId};
+pub use idempotency::{Fingerprint, IdempotencyKey};
+pub use money::{AmountMinor, Currency, Money};
+pub use order::{Change, Decision, DomainError, NewOrder, Order, Payment, Shipment};
+pub use status::{Command, OrderStatus, Refusal, TransitionKind, transition};
+pub use text::{BoundedText, ValidationError};
