@@ -1,6 +1,13 @@
 //! order-service: owns the lifecycle of orders and the money paid for them.
 //!
-//! Layers, outermost first: [`http`] and [`amqp`] are the two doors; both call [`app`], which owns
-//! transactions and outcomes; [`store`] holds all SQL; [`domain`] is pure.
+//! Layers, outermost first: [`http`] is the REST door and calls [`app`], which owns transactions
+//! and outcomes; [`store`] holds all SQL; [`domain`] is pure. [`startup`] wires them together
+//! from [`config`]; [`telemetry`] sets up logs and metrics.
 
+pub mod app;
+pub mod config;
 pub mod domain;
+pub mod http;
+pub mod startup;
+pub mod store;
+pub mod telemetry;

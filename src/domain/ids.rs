@@ -99,7 +99,11 @@ mod tests {
 
     #[test]
     fn order_id_parses_uuids_only() {
-        assert!("7c9e6679-7425-40de-944b-e07fc1f90ae7".parse::<OrderId>().is_ok());
+        assert!(
+            "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+                .parse::<OrderId>()
+                .is_ok()
+        );
         assert!("not-a-uuid".parse::<OrderId>().is_err());
     }
 

@@ -3,16 +3,18 @@
 //! speak in these types.
 
 mod events;
-mod ids;
+mod history;
 mod idempotency;
+mod ids;
 mod money;
 mod order;
 mod status;
 mod text;
 
 pub use events::EventType;
-pub use ids::{ClientId, CustomerId, EventId, OrderId, TransferId};
+pub use history::{Cause, HistoryEntry, LedgerEntry, Source};
 pub use idempotency::{Fingerprint, IdempotencyKey};
+pub use ids::{ClientId, CustomerId, EventId, OrderId, TransferId};
 pub use money::{AmountMinor, Currency, Money};
 pub use order::{Change, Decision, DomainError, NewOrder, Order, Payment, Shipment};
 pub use status::{Command, OrderStatus, Refusal, TransitionKind, transition};

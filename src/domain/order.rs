@@ -76,7 +76,7 @@ impl Change {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Apply(Change),
+    Apply(Box<Change>),
     AlreadyApplied,
 }
 
@@ -195,7 +195,7 @@ impl Order {
 
     pub fn ship(&self, shipment: &Shipment) -> Result<Decision, DomainError> {
         match transition(Some(self.status), Command::Ship) {
-            Ok(to) => Ok(Decision::Apply(self.changed(
+            Ok(to) => Ok(Decision::Apply(Box::new(self.changed(
                 TransitionKind::Shipped,
                 vec![EventType::OrderShipped],
                 Order {
@@ -203,7 +203,7 @@ impl Order {
                     shipment: Some(shipment.clone()),
                     ..self.clone()
                 },
-            ))),
+            )))),
             Err(Refusal::AlreadyThere) if self.shipment.as_ref() == Some(shipment) => {
                 Ok(Decision::AlreadyApplied)
             }
@@ -225,7 +225,7 @@ impl Order {
                 if needs_refund {
                     events.push(EventType::OrderRefundRequired);
                 }
-                Ok(Decision::Apply(self.changed(
+                Ok(Decision::Apply(Box::new(self.changed(
                     TransitionKind::Cancelled,
                     events,
                     Order {
@@ -234,7 +234,7 @@ impl Order {
                         refund_required: self.refund_required || needs_refund,
                         ..self.clone()
                     },
-                )))
+                ))))
             }
             Err(Refusal::AlreadyThere) => Ok(Decision::AlreadyApplied),
             Err(Refusal::Invalid { to }) => Err(DomainError::InvalidTransition {

@@ -17,6 +17,7 @@ use strum::{AsRefStr, Display, EnumString, IntoStaticStr};
     IntoStaticStr,
     Serialize,
     Deserialize,
+    utoipa::ToSchema,
 )]
 #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -28,9 +29,7 @@ pub enum OrderStatus {
 }
 
 /// What a history row records.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr, IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr, IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
 pub enum TransitionKind {
     Created,

@@ -1,0 +1,77 @@
+//! Reads for the REST API: one order, a newest-first page of orders, an order's ledger and history.
+
+use super::{App, AppError};
+use crate::domain::{HistoryEntry, LedgerEntry, Order, OrderId, OrderStatus};
+use chrono::{DateTime, Utc};
+
+use crate::store::orders;
+use crate::store::{transfers, transitions};
+
+/// Where a page of the newest-first listing starts: strictly after this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub created_at: DateTime<Utc>,
+    pub id: OrderId,
+}
+
+impl Cursor {
+    fn after(order: &Order) -> Self {
+        Self {
+            created_at: order.created_at,
+            id: order.id,
+        }
+    }
+}
+
+/// A page request: an optional status filter, a page size and where the previous page ended.
+#[derive(Debug, Clone)]
+pub struct PageRequest {
+    pub status: Option<OrderStatus>,
+    pub limit: u16,
+    pub after: Option<Cursor>,
+}
+
+#[derive(Debug, Clone)]
+pub struct OrderPage {
+    pub items: Vec<Order>,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<Cursor>,
+}
+
+impl App {
+    pub async fn order(&self, id: OrderId) -> Result<Order, AppError> {
+        let mut conn = self.pool.acquire().await?;
+        orders::find(&mut conn, id)
+            .await?
+            .ok_or(AppError::NotFound(id))
+    }
+
+    pub async fn orders(&self, page: PageRequest) -> Result<OrderPage, AppError> {
+        let limit = usize::from(page.limit);
+        // One extra row tells whether another page follows.
+        let mut items = orders::list(
+            &self.pool,
+            page.status,
+            page.after.map(|c| (c.created_at, c.id)),
+            limit as i64 + 1,
+        )
+        .await?;
+        let next = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(Cursor::after)
+        } else {
+            None
+        };
+        Ok(OrderPage { items, next })
+    }
+
+    pub async fn payments(&self, id: OrderId) -> Result<Vec<LedgerEntry>, AppError> {
+        self.order(id).await?;
+        Ok(transfers::for_order(&self.pool, id).await?)
+    }
+
+    pub async fn history(&self, id: OrderId) -> Result<Vec<HistoryEntry>, AppError> {
+        self.order(id).await?;
+        Ok(transitions::for_order(&self.pool, id).await?)
+    }
+}

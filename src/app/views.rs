@@ -1,0 +1,154 @@
+//! The public representation of orders, ledger entries and history: what the REST API returns
+//! and what outbound events carry as `data`. One shape, shared by both doors and the docs.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::domain::{HistoryEntry, LedgerEntry, Order, OrderStatus, Source};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ShipmentView {
+    #[schema(example = "DHL")]
+    pub carrier: String,
+    #[schema(example = "JD014600006281234567")]
+    pub tracking_number: String,
+}
+
+/// An order as clients and subscribers see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OrderView {
+    #[schema(example = "0193a5b0-7c1e-7d2a-9f4e-3b8c2d1e0f5a")]
+    pub id: Uuid,
+    #[schema(example = "customer-42")]
+    pub customer_id: String,
+    /// The price in integer minor units (cents for EUR).
+    #[schema(example = 4999)]
+    pub amount_minor: i64,
+    #[schema(example = "EUR")]
+    pub currency: String,
+    pub status: OrderStatus,
+    /// 1 at creation, +1 on every change; the `ETag` is `"<version>"`.
+    #[schema(example = 1)]
+    pub version: i64,
+    /// Sum of the order's ledger entries.
+    #[schema(example = 0)]
+    pub paid_minor: i64,
+    /// Money arrived for a cancelled order, or more than the amount.
+    pub refund_required: bool,
+    pub shipment: Option<ShipmentView>,
+    pub cancellation_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&Order> for OrderView {
+    fn from(order: &Order) -> Self {
+        Self {
+            id: order.id.as_uuid(),
+            customer_id: order.customer_id.to_string(),
+            amount_minor: order.amount.minor.get(),
+            currency: order.amount.currency.to_string(),
+            status: order.status,
+            version: order.version,
+            paid_minor: order.paid_minor,
+            refund_required: order.refund_required,
+            shipment: order.shipment.as_ref().map(|s| ShipmentView {
+                carrier: s.carrier.to_string(),
+                tracking_number: s.tracking_number.to_string(),
+            }),
+            cancellation_reason: order.cancellation_reason.as_ref().map(|r| r.to_string()),
+            created_at: order.created_at,
+            updated_at: order.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceView {
+    Api,
+    Amqp,
+}
+
+impl From<Source> for SourceView {
+    fn from(source: Source) -> Self {
+        match source {
+            Source::Api => SourceView::Api,
+            Source::Amqp => SourceView::Amqp,
+        }
+    }
+}
+
+/// One transfer of money in the ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct LedgerEntryView {
+    #[schema(example = "tr_1Nv0FGQ9")]
+    pub transfer_id: String,
+    pub order_id: Uuid,
+    #[schema(example = 4999)]
+    pub amount_minor: i64,
+    #[schema(example = "EUR")]
+    pub currency: String,
+    pub source: SourceView,
+    pub received_at: DateTime<Utc>,
+}
+
+impl From<&LedgerEntry> for LedgerEntryView {
+    fn from(entry: &LedgerEntry) -> Self {
+        Self {
+            transfer_id: entry.payment.transfer_id.to_string(),
+            order_id: entry.payment.order_id.as_uuid(),
+            amount_minor: entry.payment.money.minor.get(),
+            currency: entry.payment.money.currency.to_string(),
+            source: entry.source.into(),
+            received_at: entry.received_at,
+        }
+    }
+}
+
+/// What caused a change: a REST request (client and Idempotency-Key) or an AMQP event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CauseView {
+    pub source: SourceView,
+    pub client_id: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub event_id: Option<String>,
+}
+
+/// One version of an order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct HistoryEntryView {
+    #[schema(example = 2)]
+    pub version: i64,
+    /// `created`, `payment_recorded`, `paid`, `shipped` or `cancelled`.
+    #[schema(example = "paid")]
+    pub kind: String,
+    /// Null at creation.
+    pub from: Option<OrderStatus>,
+    pub to: OrderStatus,
+    /// The ledger entry recorded by this change, if any.
+    pub transfer_id: Option<String>,
+    pub cause: CauseView,
+    pub at: DateTime<Utc>,
+}
+
+impl From<&HistoryEntry> for HistoryEntryView {
+    fn from(entry: &HistoryEntry) -> Self {
+        Self {
+            version: entry.version,
+            kind: entry.kind.to_string(),
+            from: entry.from,
+            to: entry.to,
+            transfer_id: entry.transfer_id.clone(),
+            cause: CauseView {
+                source: entry.source.into(),
+                client_id: entry.client_id.clone(),
+                idempotency_key: entry.idempotency_key.clone(),
+                event_id: entry.event_id.clone(),
+            },
+            at: entry.at,
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! What the ledger and the history remember about each change: who caused it and when.
+
+use chrono::{DateTime, Utc};
+use strum::{AsRefStr, Display, EnumString};
+
+use super::idempotency::{Fingerprint, IdempotencyKey};
+use super::ids::{ClientId, EventId, OrderId};
+use super::order::Payment;
+use super::status::{OrderStatus, TransitionKind};
+
+/// The door a change came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum Source {
+    Api,
+    Amqp,
+}
+
+/// Why a change happened. A REST request carries its client, key and fingerprint so that a retry
+/// finds the change it made; an AMQP event carries its id for tracing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    Api {
+        client: ClientId,
+        key: IdempotencyKey,
+        fingerprint: Fingerprint,
+    },
+    Amqp {
+        event_id: EventId,
+    },
+}
+
+impl Cause {
+    pub fn source(&self) -> Source {
+        match self {
+            Cause::Api { .. } => Source::Api,
+            Cause::Amqp { .. } => Source::Amqp,
+        }
+    }
+}
+
+/// One row of the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerEntry {
+    pub payment: Payment,
+    pub source: Source,
+    pub received_at: DateTime<Utc>,
+}
+
+/// One row of an order's history, as shown to readers (the fingerprint stays private).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryEntry {
+    pub order_id: OrderId,
+    pub version: i64,
+    pub kind: TransitionKind,
+    pub from: Option<OrderStatus>,
+    pub to: OrderStatus,
+    pub source: Source,
+    pub client_id: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub event_id: Option<String>,
+    pub transfer_id: Option<String>,
+    pub at: DateTime<Utc>,
+}

@@ -1,0 +1,125 @@
+//! Request and response bodies of the REST API. Requests reject unknown fields (a typo in a
+//! payment request must not be silently ignored) and become domain values in `try_into_domain`.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::app::views::{HistoryEntryView, LedgerEntryView, OrderView};
+use crate::domain::{
+    AmountMinor, BoundedText, Currency, CustomerId, Money, NewOrder, OrderId, Payment, Shipment,
+    TransferId, ValidationError,
+};
+
+/// The longest cancellation reason accepted, in characters.
+pub const MAX_REASON_CHARS: usize = 500;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"customer_id": "customer-42", "amount_minor": 4999, "currency": "EUR"}))]
+pub struct PlaceOrderRequest {
+    /// Optional client-chosen id; generated (UUIDv7) when absent.
+    pub id: Option<Uuid>,
+    /// 1–64 characters.
+    pub customer_id: String,
+    /// 1 … 10^12 minor units.
+    pub amount_minor: i64,
+    /// ISO 4217, three upper-case letters.
+    pub currency: String,
+}
+
+impl PlaceOrderRequest {
+    pub fn try_into_domain(self) -> Result<NewOrder, ValidationError> {
+        Ok(NewOrder {
+            id: self.id.map_or_else(OrderId::generate, OrderId::from_uuid),
+            customer_id: CustomerId::parse(&self.customer_id)?,
+            amount: money(self.amount_minor, &self.currency)?,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"transfer_id": "tr_1Nv0FGQ9", "amount_minor": 4999, "currency": "EUR"}))]
+pub struct PaymentRequest {
+    /// The payment provider's transfer id (1–128 characters), unique across the ledger.
+    pub transfer_id: String,
+    pub amount_minor: i64,
+    pub currency: String,
+}
+
+impl PaymentRequest {
+    pub fn try_into_domain(self, order_id: OrderId) -> Result<Payment, ValidationError> {
+        Ok(Payment {
+            transfer_id: TransferId::parse(&self.transfer_id)?,
+            order_id,
+            money: money(self.amount_minor, &self.currency)?,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"carrier": "DHL", "tracking_number": "JD014600006281234567"}))]
+pub struct ShipRequest {
+    /// 1–64 characters.
+    pub carrier: String,
+    /// 1–64 characters.
+    pub tracking_number: String,
+}
+
+impl ShipRequest {
+    pub fn try_into_domain(self) -> Result<Shipment, ValidationError> {
+        Shipment::parse(&self.carrier, &self.tracking_number)
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"reason": "customer changed their mind"}))]
+pub struct CancelRequest {
+    /// 1–500 characters.
+    pub reason: String,
+}
+
+impl CancelRequest {
+    pub fn try_into_domain(self) -> Result<BoundedText, ValidationError> {
+        BoundedText::parse("reason", &self.reason, MAX_REASON_CHARS)
+    }
+}
+
+fn money(minor: i64, currency: &str) -> Result<Money, ValidationError> {
+    Ok(Money::new(
+        AmountMinor::parse(minor)?,
+        Currency::parse(currency)?,
+    ))
+}
+
+/// A page of orders, newest first.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OrderList {
+    pub items: Vec<OrderView>,
+    /// Pass back as `after` for the next page; null on the last page.
+    pub next: Option<String>,
+}
+
+/// A recorded payment: the order after it and the ledger entry.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PaymentResponse {
+    pub order: OrderView,
+    pub transfer: LedgerEntryView,
+}
+
+/// An order's ledger entries, oldest first (never paginated: `next` is always null).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LedgerList {
+    pub items: Vec<LedgerEntryView>,
+    pub next: Option<String>,
+}
+
+/// An order's history, oldest first (never paginated: `next` is always null).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct HistoryList {
+    pub items: Vec<HistoryEntryView>,
+    pub next: Option<String>,
+}

@@ -1,0 +1,163 @@
+//! Extractors that turn raw requests into domain values, answering problem+json when they cannot:
+//! the Idempotency-Key and body of a mutation, the order id in the path, `If-Match`, the caller.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::de::DeserializeOwned;
+
+use super::problem::Problem;
+use crate::domain::{Cause, ClientId, Fingerprint, IdempotencyKey, OrderId};
+
+/// The largest request body accepted; larger ones get 413.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A mutating request: its Idempotency-Key, its typed body and its fingerprint (method, path and
+/// canonical JSON body), ready to become a [`Cause`].
+pub struct Mutation<T> {
+    pub key: IdempotencyKey,
+    pub fingerprint: Fingerprint,
+    pub body: T,
+}
+
+impl<T> Mutation<T> {
+    pub fn cause(&self, client: Caller) -> Cause {
+        Cause::Api {
+            client: client.0,
+            key: self.key.clone(),
+            fingerprint: self.fingerprint.clone(),
+        }
+    }
+}
+
+impl<S, T> FromRequest<S> for Mutation<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let key = idempotency_key(req.headers())?;
+        if !is_json(req.headers()) {
+            return Err(Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                "Unsupported media type",
+                "the body must be application/json",
+            ));
+        }
+        let method = req.method().as_str().to_owned();
+        let path = req.uri().path().to_owned();
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                Problem::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload-too-large",
+                    "Payload too large",
+                    format!("the body must not exceed {MAX_BODY_BYTES} bytes"),
+                )
+            } else {
+                Problem::bad_request("unreadable-body", "the request body could not be read")
+            }
+        })?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            Problem::bad_request("malformed-json", format!("the body is not valid JSON: {e}"))
+        })?;
+        let body = T::deserialize(&value).map_err(|e| Problem::validation(e.to_string()))?;
+        Ok(Self {
+            key,
+            fingerprint: Fingerprint::of_request(&method, &path, &value),
+            body,
+        })
+    }
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, Problem> {
+    let raw = headers.get("idempotency-key").ok_or_else(|| {
+        Problem::bad_request(
+            "missing-idempotency-key",
+            "every POST under /v1 needs an Idempotency-Key header",
+        )
+    })?;
+    let text = raw.to_str().map_err(|_| {
+        Problem::bad_request(
+            "invalid-idempotency-key",
+            "Idempotency-Key must be printable ASCII",
+        )
+    })?;
+    IdempotencyKey::parse(text)
+        .map_err(|e| Problem::bad_request("invalid-idempotency-key", e.to_string()))
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(content_type) = headers.get(header::CONTENT_TYPE) else {
+        return false;
+    };
+    let Ok(content_type) = content_type.to_str() else {
+        return false;
+    };
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// The `{id}` segment of an order path.
+pub struct OrderPath(pub OrderId);
+
+impl<S: Send + Sync> FromRequestParts<S> for OrderPath {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| Problem::bad_request("invalid-order-id", "the order id is missing"))?;
+        raw.parse()
+            .map(OrderPath)
+            .map_err(|_| Problem::bad_request("invalid-order-id", "the order id must be a UUID"))
+    }
+}
+
+/// `If-Match: "<version>"` (or `*`, which any existing order matches).
+pub struct IfMatch(pub Option<i64>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let Some(raw) = parts.headers.get(header::IF_MATCH) else {
+            return Ok(IfMatch(None));
+        };
+        let invalid = || {
+            Problem::bad_request(
+                "invalid-if-match",
+                "If-Match must be an ETag of this API, like \"3\", or *",
+            )
+        };
+        let text = raw.to_str().map_err(|_| invalid())?.trim();
+        if text == "*" {
+            return Ok(IfMatch(None));
+        }
+        let version = text
+            .strip_prefix('"')
+            .and_then(|t| t.strip_suffix('"'))
+            .and_then(|t| t.parse::<i64>().ok())
+            .ok_or_else(invalid)?;
+        Ok(IfMatch(Some(version)))
+    }
+}
+
+/// Who is calling: the scope of Idempotency-Keys. Until authentication exists every caller is the
+/// same client, `anonymous`.
+pub struct Caller(pub ClientId);
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = Problem;
+
+    async fn from_request_parts(_: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        ClientId::parse("anonymous")
+            .map(Caller)
+            .map_err(|e| Problem::bad_request("invalid-client", e.to_string()))
+    }
+}

@@ -1,0 +1,141 @@
+//! `/v1/orders/{id}/ship`, `/cancel` and `/history`: status changes and the record of them.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::dto::{CancelRequest, HistoryList, ShipRequest};
+use super::extract::{Caller, IfMatch, Mutation, OrderPath};
+use super::problem::Problem;
+use super::respond;
+use super::state::AppState;
+use crate::app::views::{HistoryEntryView, OrderView};
+
+/// Ship a paid order.
+///
+/// Legal from `PAID` only. Shipping an order already shipped with the same carrier and tracking
+/// number is a replay; with another, 409. `If-Match: "<version>"` makes the change conditional.
+#[utoipa::path(
+    post,
+    path = "/v1/orders/{id}/ship",
+    tag = "orders",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The order id"),
+        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
+        ("If-Match" = Option<String>, Header, description = "The ETag the client last saw, e.g. \"2\""),
+    ),
+    request_body = ShipRequest,
+    responses(
+        (status = 200, description = "Order shipped (or replayed: see `Idempotent-Replayed`)", body = OrderView,
+            headers(("ETag" = String, description = "\"<version>\""),
+                    ("Idempotent-Replayed" = String, description = "`true` when nothing changed"))),
+        (status = 400, description = "Missing or malformed Idempotency-Key, If-Match, JSON or order id", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Invalid transition, shipped with another shipment, or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "If-Match names another version; nothing changed", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid field, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn ship_order(
+    State(state): State<AppState>,
+    caller: Caller,
+    OrderPath(order_id): OrderPath,
+    IfMatch(if_match): IfMatch,
+    request: Mutation<ShipRequest>,
+) -> Result<Response, Problem> {
+    let cause = request.cause(caller);
+    let shipment = request
+        .body
+        .try_into_domain()
+        .map_err(|e| Problem::validation(e.to_string()))?;
+    let outcome = state
+        .app
+        .ship(order_id, &shipment, if_match, &cause)
+        .await?;
+    let order = outcome.value();
+    Ok(respond::command(
+        StatusCode::OK,
+        &outcome,
+        order,
+        OrderView::from(order),
+    ))
+}
+
+/// Cancel a pending order.
+///
+/// Legal from `PENDING_PAYMENT` only; cancelling a cancelled order is a replay. Partial payments
+/// already received set `refund_required`. `If-Match: "<version>"` makes the change conditional.
+#[utoipa::path(
+    post,
+    path = "/v1/orders/{id}/cancel",
+    tag = "orders",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The order id"),
+        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
+        ("If-Match" = Option<String>, Header, description = "The ETag the client last saw, e.g. \"2\""),
+    ),
+    request_body = CancelRequest,
+    responses(
+        (status = 200, description = "Order cancelled (or replayed: see `Idempotent-Replayed`)", body = OrderView,
+            headers(("ETag" = String, description = "\"<version>\""),
+                    ("Idempotent-Replayed" = String, description = "`true` when nothing changed"))),
+        (status = 400, description = "Missing or malformed Idempotency-Key, If-Match, JSON or order id", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Invalid transition (already paid or shipped), or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "If-Match names another version; nothing changed", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid field, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn cancel_order(
+    State(state): State<AppState>,
+    caller: Caller,
+    OrderPath(order_id): OrderPath,
+    IfMatch(if_match): IfMatch,
+    request: Mutation<CancelRequest>,
+) -> Result<Response, Problem> {
+    let cause = request.cause(caller);
+    let reason = request
+        .body
+        .try_into_domain()
+        .map_err(|e| Problem::validation(e.to_string()))?;
+    let outcome = state
+        .app
+        .cancel(order_id, &reason, if_match, &cause)
+        .await?;
+    let order = outcome.value();
+    Ok(respond::command(
+        StatusCode::OK,
+        &outcome,
+        order,
+        OrderView::from(order),
+    ))
+}
+
+/// The order's history: one entry per version, oldest first.
+#[utoipa::path(
+    get,
+    path = "/v1/orders/{id}/history",
+    tag = "orders",
+    params(("id" = uuid::Uuid, Path, description = "The order id")),
+    responses(
+        (status = 200, description = "The transitions of the order", body = HistoryList),
+        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn order_history(
+    State(state): State<AppState>,
+    OrderPath(order_id): OrderPath,
+) -> Result<axum::Json<HistoryList>, Problem> {
+    let entries = state.app.history(order_id).await?;
+    Ok(axum::Json(HistoryList {
+        items: entries.iter().map(HistoryEntryView::from).collect(),
+        next: None,
+    }))
+}

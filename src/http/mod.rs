@@ -1,0 +1,95 @@
+//! The REST door: axum handlers, extractors, problem+json errors and the OpenAPI document.
+//! Handlers translate requests into application commands and outcomes into responses; they hold
+//! no business rules.
+
+mod cursor;
+pub mod dto;
+mod extract;
+mod lifecycle;
+mod openapi;
+mod ops;
+mod orders;
+mod payments;
+pub mod problem;
+mod respond;
+mod state;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Request, StatusCode};
+use axum::response::IntoResponse;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::SwaggerUi;
+
+pub use extract::MAX_BODY_BYTES;
+pub use openapi::{document as openapi_document, to_pretty_json as openapi_json};
+pub use problem::Problem;
+pub use state::{AppState, BrokerHealth};
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The documented routes and the document they make.
+fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(orders::place_order, orders::list_orders))
+        .routes(routes!(orders::get_order))
+        .routes(routes!(payments::record_payment, payments::list_payments))
+        .routes(routes!(lifecycle::ship_order))
+        .routes(routes!(lifecycle::cancel_order))
+        .routes(routes!(lifecycle::order_history))
+        .routes(routes!(ops::live))
+        .routes(routes!(ops::ready))
+        .routes(routes!(ops::metrics))
+        .split_for_parts()
+}
+
+/// The whole HTTP application, ready to serve or to be driven with `oneshot` in tests.
+pub fn router(state: AppState) -> Router {
+    let (api, document) = routes();
+    api.merge(SwaggerUi::new("/docs").url("/openapi.json", document))
+        .fallback(|| async { Problem::not_found("no such resource").into_response() })
+        .method_not_allowed_fallback(|| async {
+            Problem::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+                "this resource does not support that method",
+            )
+            .into_response()
+        })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(ops::track))
+        .layer(CatchPanicLayer::custom(|_| {
+            tracing::error!("handler panicked");
+            Problem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Internal server error",
+                "an unexpected error occurred; it has been logged",
+            )
+            .into_response()
+        }))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                let request_id = request
+                    .headers()
+                    .get(&REQUEST_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("-");
+                tracing::info_span!(
+                    "http",
+                    method = %request.method(),
+                    path = %request.uri().path(),
+                    request_id = %request_id,
+                )
+            }),
+        )
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .with_state(state)
+}

@@ -1,0 +1,84 @@
+//! Operations endpoints: liveness, readiness and Prometheus metrics, plus the per-request
+//! metrics middleware.
+
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::problem::Problem;
+use super::state::AppState;
+use crate::store;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    #[schema(example = "ok")]
+    pub status: &'static str,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/health/live", tag = "ops",
+    responses((status = 200, description = "The process is up", body = Health)))]
+pub async fn live() -> axum::Json<Health> {
+    axum::Json(Health { status: "ok" })
+}
+
+/// Postgres (and RabbitMQ, when the AMQP side is on) are reachable.
+#[utoipa::path(get, path = "/health/ready", tag = "ops",
+    responses(
+        (status = 200, description = "Ready to serve", body = Health),
+        (status = 503, description = "A dependency is unreachable", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn ready(State(state): State<AppState>) -> Result<axum::Json<Health>, Problem> {
+    let unavailable = |detail: &str| {
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not-ready",
+            "Not ready",
+            detail,
+        )
+    };
+    let ping = tokio::time::timeout(Duration::from_secs(2), store::ping(state.app.pool())).await;
+    if !matches!(ping, Ok(Ok(()))) {
+        return Err(unavailable("postgres is unreachable"));
+    }
+    if let Some(broker) = &state.broker
+        && !broker.is_connected()
+    {
+        return Err(unavailable("rabbitmq is unreachable"));
+    }
+    Ok(axum::Json(Health { status: "ok" }))
+}
+
+/// Prometheus text exposition.
+#[utoipa::path(get, path = "/metrics", tag = "ops",
+    responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+/// Counts requests by route and status, and times them.
+pub async fn track(request: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = request.method().as_str().to_owned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_owned();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("http_request_duration_seconds", "method" => method, "route" => route)
+        .record(start.elapsed().as_secs_f64());
+    response
+}

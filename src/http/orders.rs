@@ -1,0 +1,142 @@
+//! `/v1/orders`: place, read and list orders.
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::cursor;
+use super::dto::{OrderList, PlaceOrderRequest};
+use super::extract::{Caller, Mutation, OrderPath};
+use super::problem::Problem;
+use super::respond;
+use super::state::AppState;
+use crate::app::PageRequest;
+use crate::app::views::OrderView;
+use crate::domain::OrderStatus;
+
+pub const MAX_PAGE: u16 = 100;
+const DEFAULT_PAGE: u16 = 20;
+
+/// Place an order.
+///
+/// Creates the order in `PENDING_PAYMENT`. With the same `Idempotency-Key` and body, a retry
+/// replays the first answer (201, `Idempotent-Replayed: true`) with the order's current state.
+/// Placing an existing `id` with the same content is also answered as a replay.
+#[utoipa::path(
+    post,
+    path = "/v1/orders",
+    tag = "orders",
+    params(("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request")),
+    request_body = PlaceOrderRequest,
+    responses(
+        (status = 201, description = "Order placed (or replayed: see `Idempotent-Replayed`)", body = OrderView,
+            headers(("Location" = String, description = "/v1/orders/{id}"), ("ETag" = String, description = "\"<version>\""),
+                    ("Idempotent-Replayed" = String, description = "`true` when nothing new was created"))),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The id exists with other content, or a request with this key is still in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid field, unknown field, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn place_order(
+    State(state): State<AppState>,
+    caller: Caller,
+    request: Mutation<PlaceOrderRequest>,
+) -> Result<Response, Problem> {
+    let cause = request.cause(caller);
+    let new = request
+        .body
+        .try_into_domain()
+        .map_err(|e| Problem::validation(e.to_string()))?;
+    let outcome = state.app.place(new, &cause).await?;
+    let order = outcome.value();
+    let response = respond::command(StatusCode::CREATED, &outcome, order, OrderView::from(order));
+    Ok(respond::location(response, order))
+}
+
+/// Get one order.
+#[utoipa::path(
+    get,
+    path = "/v1/orders/{id}",
+    tag = "orders",
+    params(("id" = uuid::Uuid, Path, description = "The order id")),
+    responses(
+        (status = 200, description = "The order", body = OrderView,
+            headers(("ETag" = String, description = "\"<version>\""))),
+        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_order(
+    State(state): State<AppState>,
+    OrderPath(id): OrderPath,
+) -> Result<Response, Problem> {
+    let order = state.app.order(id).await?;
+    Ok((
+        [(header::ETAG, respond::etag(&order))],
+        axum::Json(OrderView::from(&order)),
+    )
+        .into_response())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Only orders in this status.
+    status: Option<OrderStatus>,
+    /// Page size, 1–100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u16>,
+    /// The `next` cursor of the previous page.
+    after: Option<String>,
+}
+
+/// List orders, newest first.
+///
+/// Keyset pagination: pass the `next` of a page as `after` to get the following one.
+#[utoipa::path(
+    get,
+    path = "/v1/orders",
+    tag = "orders",
+    params(ListParams),
+    responses(
+        (status = 200, description = "A page of orders", body = OrderList),
+        (status = 400, description = "Invalid status, limit or cursor", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_orders(
+    State(state): State<AppState>,
+    params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::Json<OrderList>, Problem> {
+    let Query(params) = params.map_err(|e| Problem::bad_request("invalid-query", e.body_text()))?;
+    let limit = params.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(Problem::bad_request(
+            "invalid-query",
+            format!("limit must be between 1 and {MAX_PAGE}"),
+        ));
+    }
+    let after = params
+        .after
+        .as_deref()
+        .map(cursor::decode)
+        .transpose()
+        .map_err(|_| Problem::bad_request("invalid-cursor", "after is not a cursor of this API"))?;
+    let page = state
+        .app
+        .orders(PageRequest {
+            status: params.status,
+            limit,
+            after,
+        })
+        .await?;
+    Ok(axum::Json(OrderList {
+        items: page.items.iter().map(OrderView::from).collect(),
+        next: page.next.map(|c| cursor::encode(&c)),
+    }))
+}

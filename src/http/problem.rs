@@ -1,0 +1,197 @@
+//! RFC 9457 problem details: the one body of every 4xx/5xx, and the one place where an outcome
+//! of the application layer becomes an HTTP status.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::app::AppError;
+use crate::domain::{DomainError, OrderStatus};
+
+const PROBLEM_JSON: &str = "application/problem+json";
+
+/// A problem details document (RFC 9457).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({
+    "type": "https://order-service.dev/problems/invalid-transition",
+    "title": "Invalid transition",
+    "status": 409,
+    "detail": "an order cannot move from PENDING_PAYMENT to SHIPPED",
+    "current_status": "PENDING_PAYMENT",
+    "current_version": 1
+}))]
+pub struct Problem {
+    /// A URI naming the kind of problem.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// The order's status, when a state conflict is the cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_status: Option<OrderStatus>,
+    /// The order's version, when a state conflict is the cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_version: Option<i64>,
+    #[serde(skip)]
+    retry_after_secs: Option<u32>,
+}
+
+impl Problem {
+    pub fn new(status: StatusCode, slug: &str, title: &str, detail: impl Into<String>) -> Self {
+        Self {
+            kind: format!("https://order-service.dev/problems/{slug}"),
+            title: title.to_owned(),
+            status: status.as_u16(),
+            detail: detail.into(),
+            current_status: None,
+            current_version: None,
+            retry_after_secs: None,
+        }
+    }
+
+    fn with_current(mut self, status: Option<OrderStatus>, version: Option<i64>) -> Self {
+        self.current_status = status;
+        self.current_version = version;
+        self
+    }
+
+    fn retry_after(mut self, secs: u32) -> Self {
+        self.retry_after_secs = Some(secs);
+        self
+    }
+
+    pub fn bad_request(slug: &str, detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, slug, "Bad request", detail)
+    }
+
+    pub fn validation(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation",
+            "Invalid request body",
+            detail,
+        )
+    }
+
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not-found", "Not found", detail)
+    }
+
+    fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "Internal server error",
+            "an unexpected error occurred; it has been logged",
+        )
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let retry_after = self.retry_after_secs;
+        let mut response = (status, axum::Json(self)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        if let Some(secs) = retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+impl From<AppError> for Problem {
+    fn from(error: AppError) -> Self {
+        match error {
+            AppError::NotFound(id) => Problem::not_found(format!("order {id} does not exist")),
+            AppError::Refused {
+                reason,
+                current_status,
+                current_version,
+            } => {
+                let detail = reason.to_string();
+                let (status, slug, title) = match reason {
+                    DomainError::InvalidTransition { .. } => (
+                        StatusCode::CONFLICT,
+                        "invalid-transition",
+                        "Invalid transition",
+                    ),
+                    DomainError::OrderConflict(_) => (
+                        StatusCode::CONFLICT,
+                        "order-conflict",
+                        "Order id already used",
+                    ),
+                    DomainError::ShipmentConflict => {
+                        (StatusCode::CONFLICT, "shipment-conflict", "Already shipped")
+                    }
+                    DomainError::TransferConflict(_) => (
+                        StatusCode::CONFLICT,
+                        "transfer-conflict",
+                        "Transfer id already used",
+                    ),
+                    DomainError::CurrencyMismatch { .. } => (
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "currency-mismatch",
+                        "Currency mismatch",
+                    ),
+                    DomainError::LedgerOverflow => (
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "ledger-overflow",
+                        "Ledger total out of range",
+                    ),
+                };
+                metrics::counter!("order_conflicts_total", "reason" => slug).increment(1);
+                Problem::new(status, slug, title, detail)
+                    .with_current(current_status, current_version)
+            }
+            AppError::KeyReused => Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency-key-reused",
+                "Idempotency-Key reused",
+                "this Idempotency-Key was already used for a different request \
+                 (another body, endpoint or order)",
+            ),
+            AppError::PreconditionFailed {
+                expected,
+                current_version,
+            } => Problem::new(
+                StatusCode::PRECONDITION_FAILED,
+                "precondition-failed",
+                "Precondition failed",
+                format!("If-Match named version {expected}; the order is at {current_version}"),
+            )
+            .with_current(None, Some(current_version)),
+            AppError::Busy => Problem::new(
+                StatusCode::CONFLICT,
+                "in-flight",
+                "Request in flight",
+                "a concurrent request with this key or on this order has not finished; retry",
+            )
+            .retry_after(1),
+            AppError::Unavailable(cause) => {
+                tracing::warn!(%cause, "database unavailable");
+                Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "Service unavailable",
+                    "a dependency is unavailable; retry later",
+                )
+                .retry_after(2)
+            }
+            AppError::Unexpected(cause) => {
+                tracing::error!(%cause, "unexpected failure");
+                Problem::internal()
+            }
+        }
+    }
+}
+
+/// Lets handlers use `?` on application results.
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        Problem::from(self).into_response()
+    }
+}

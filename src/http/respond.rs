@@ -1,0 +1,46 @@
+//! Success responses: the status code per outcome, `ETag`, `Location` and `Idempotent-Replayed`.
+
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::app::Outcome;
+use crate::domain::Order;
+
+pub static IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// `"<version>"`: the order's entity tag.
+pub fn etag(order: &Order) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{}\"", order.version))
+        .unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
+}
+
+/// A command's result: the same status whether it was applied now or earlier; a response whose
+/// effect already existed says so with `Idempotent-Replayed: true`.
+pub fn command<T, B: Serialize>(
+    status: StatusCode,
+    outcome: &Outcome<T>,
+    order: &Order,
+    body: B,
+) -> Response {
+    let mut response = (status, axum::Json(body)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::ETAG, etag(order));
+    match outcome {
+        Outcome::Applied(_) => {}
+        Outcome::AlreadyApplied(_) | Outcome::Replayed(_) => {
+            headers.insert(
+                IDEMPOTENT_REPLAYED.clone(),
+                HeaderValue::from_static("true"),
+            );
+        }
+    }
+    response
+}
+
+pub fn location(mut response: Response, order: &Order) -> Response {
+    if let Ok(value) = HeaderValue::from_str(&format!("/v1/orders/{}", order.id)) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}

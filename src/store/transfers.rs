@@ -1,0 +1,113 @@
+//! The `transfers` table: the ledger. `transfer_id` is the primary key, so a transfer is
+//! recorded at most once; a second insert is a no-op and the caller compares contents.
+
+use chrono::{DateTime, Utc};
+use sqlx::{FromRow, PgConnection, PgPool};
+use uuid::Uuid;
+
+use super::StoreError;
+use crate::domain::{AmountMinor, Currency, LedgerEntry, Money, OrderId, Payment, TransferId};
+
+macro_rules! columns {
+    () => {
+        "transfer_id, order_id, amount_minor, currency, source, received_at"
+    };
+}
+
+#[derive(FromRow)]
+struct TransferRow {
+    transfer_id: String,
+    order_id: Uuid,
+    amount_minor: i64,
+    currency: String,
+    source: String,
+    received_at: DateTime<Utc>,
+}
+
+impl TryFrom<TransferRow> for LedgerEntry {
+    type Error = StoreError;
+
+    fn try_from(row: TransferRow) -> Result<Self, Self::Error> {
+        Ok(LedgerEntry {
+            payment: Payment {
+                transfer_id: TransferId::parse(&row.transfer_id).map_err(StoreError::corrupt)?,
+                order_id: OrderId::from_uuid(row.order_id),
+                money: Money::new(
+                    AmountMinor::parse(row.amount_minor).map_err(StoreError::corrupt)?,
+                    Currency::parse(&row.currency).map_err(StoreError::corrupt)?,
+                ),
+            },
+            source: row.source.parse().map_err(StoreError::corrupt)?,
+            received_at: row.received_at,
+        })
+    }
+}
+
+/// The result of offering a transfer to the ledger.
+#[derive(Debug)]
+pub enum Recorded {
+    /// This call inserted the row.
+    New(LedgerEntry),
+    /// The transfer id was already in the ledger: here is what it holds.
+    Existing(LedgerEntry),
+}
+
+/// `INSERT … ON CONFLICT DO NOTHING`, then read back the stored row if the insert did nothing.
+/// A concurrent insert of the same id waits for the other transaction and then sees its row.
+pub async fn record(
+    conn: &mut PgConnection,
+    payment: &Payment,
+    source: crate::domain::Source,
+) -> Result<Recorded, StoreError> {
+    let inserted = sqlx::query_as::<_, TransferRow>(concat!(
+        "INSERT INTO transfers (transfer_id, order_id, amount_minor, currency, source) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (transfer_id) DO NOTHING RETURNING ",
+        columns!()
+    ))
+    .bind(payment.transfer_id.as_str())
+    .bind(payment.order_id.as_uuid())
+    .bind(payment.money.minor.get())
+    .bind(payment.money.currency.as_str())
+    .bind(source.as_ref())
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(row) = inserted {
+        return Ok(Recorded::New(row.try_into()?));
+    }
+    match find(conn, &payment.transfer_id).await? {
+        Some(existing) => Ok(Recorded::Existing(existing)),
+        // The conflicting row belonged to a transaction that rolled back: try again.
+        None => Err(StoreError::Contended),
+    }
+}
+
+pub async fn find(
+    conn: &mut PgConnection,
+    transfer_id: &TransferId,
+) -> Result<Option<LedgerEntry>, StoreError> {
+    sqlx::query_as::<_, TransferRow>(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM transfers WHERE transfer_id = $1"
+    ))
+    .bind(transfer_id.as_str())
+    .fetch_optional(conn)
+    .await?
+    .map(LedgerEntry::try_from)
+    .transpose()
+}
+
+/// The order's ledger, oldest first.
+pub async fn for_order(pool: &PgPool, order_id: OrderId) -> Result<Vec<LedgerEntry>, StoreError> {
+    sqlx::query_as::<_, TransferRow>(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM transfers WHERE order_id = $1 ORDER BY received_at, transfer_id"
+    ))
+    .bind(order_id.as_uuid())
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(LedgerEntry::try_from)
+    .collect()
+}
