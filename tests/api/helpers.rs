@@ -1,0 +1,271 @@
+#![allow(dead_code)] // each suite uses its own subset of the harness
+//! The test harness: each test gets its own freshly migrated database (dropped when the test
+//! ends, pass or fail) and drives the real router in-process, one helper per endpoint.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{Connection, Executor, PgConnection, PgPool};
+use tower::ServiceExt;
+use uuid::Uuid;
+
+use order_service::app::App;
+use order_service::http::{self, AppState};
+use order_service::{store, telemetry};
+
+pub const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+pub struct TestApp {
+    pub router: Router,
+    pub pool: PgPool,
+    pub db_name: String,
+}
+
+pub struct TestResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl TestResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn is_replay(&self) -> bool {
+        self.header("idempotent-replayed") == Some("true")
+    }
+
+    /// Asserts the response is a problem+json document with this status, and returns it.
+    #[track_caller]
+    pub fn problem(&self, status: StatusCode) -> &Value {
+        assert_eq!(self.status, status, "body: {}", self.text);
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json"),
+            "body: {}",
+            self.text
+        );
+        assert_eq!(self.body["status"], status.as_u16());
+        assert!(self.body["type"].is_string() && self.body["title"].is_string());
+        assert!(self.body["detail"].is_string());
+        &self.body
+    }
+}
+
+impl TestApp {
+    pub async fn spawn() -> Self {
+        Self::spawn_with_lock_timeout(store::DEFAULT_LOCK_TIMEOUT).await
+    }
+
+    pub async fn spawn_with_lock_timeout(lock_timeout: Duration) -> Self {
+        let db_name = format!("order_service_test_{}", Uuid::new_v4().simple());
+        let url = format!("postgres://postgres@127.0.0.1:5432/{db_name}");
+        let options = store::connect_options(&url, lock_timeout).expect("valid url");
+        store::prepare_database(&options)
+            .await
+            .expect("create and migrate the test database");
+        let pool = store::pool(options, 80);
+        let state = AppState {
+            app: App::new(pool.clone()),
+            metrics: telemetry::metrics(),
+            broker: None,
+        };
+        Self {
+            router: http::router(state),
+            pool,
+            db_name,
+        }
+    }
+
+    pub async fn request(&self, request: Request<Body>) -> TestResponse {
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("the router is infallible");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("read body")
+            .to_bytes();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        TestResponse {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> TestResponse {
+        self.request(
+            Request::get(path)
+                .body(Body::empty())
+                .expect("valid request"),
+        )
+        .await
+    }
+
+    /// A POST with a JSON body and, if given, an Idempotency-Key and extra headers.
+    pub async fn post_with(
+        &self,
+        path: &str,
+        key: Option<&str>,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> TestResponse {
+        let mut builder = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header("content-type", "application/json");
+        if let Some(key) = key {
+            builder = builder.header("idempotency-key", key);
+        }
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        self.request(
+            builder
+                .body(Body::from(body.to_string()))
+                .expect("valid request"),
+        )
+        .await
+    }
+
+    pub async fn post(&self, path: &str, key: &str, body: &Value) -> TestResponse {
+        self.post_with(path, Some(key), &[], body).await
+    }
+
+    pub async fn place_order(&self, key: &str, body: &Value) -> TestResponse {
+        self.post("/v1/orders", key, body).await
+    }
+
+    /// Places a EUR order of `amount` and returns its id.
+    pub async fn placed_order(&self, amount: i64) -> Uuid {
+        let response = self
+            .place_order(
+                &unique_key(),
+                &json!({"customer_id": "c-1", "amount_minor": amount, "currency": "EUR"}),
+            )
+            .await;
+        assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+        response.body["id"].as_str().unwrap().parse().unwrap()
+    }
+
+    pub async fn pay(&self, order: Uuid, key: &str, body: &Value) -> TestResponse {
+        self.post(&format!("/v1/orders/{order}/payments"), key, body)
+            .await
+    }
+
+    /// Records a EUR payment with a fresh key and transfer id; asserts 201.
+    pub async fn paid(&self, order: Uuid, amount: i64) -> TestResponse {
+        let response = self
+            .pay(
+                order,
+                &unique_key(),
+                &json!({"transfer_id": unique_key(), "amount_minor": amount, "currency": "EUR"}),
+            )
+            .await;
+        assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+        response
+    }
+
+    pub async fn ship(&self, order: Uuid, key: &str, body: &Value) -> TestResponse {
+        self.post(&format!("/v1/orders/{order}/ship"), key, body)
+            .await
+    }
+
+    pub async fn cancel(&self, order: Uuid, key: &str, body: &Value) -> TestResponse {
+        self.post(&format!("/v1/orders/{order}/cancel"), key, body)
+            .await
+    }
+
+    pub async fn order(&self, order: Uuid) -> TestResponse {
+        self.get(&format!("/v1/orders/{order}")).await
+    }
+
+    pub async fn history(&self, order: Uuid) -> Vec<Value> {
+        let response = self.get(&format!("/v1/orders/{order}/history")).await;
+        assert_eq!(response.status, StatusCode::OK, "{}", response.text);
+        response.body["items"].as_array().unwrap().clone()
+    }
+
+    /// `SELECT count(*)` of a whole table.
+    pub async fn count(&self, table: &str) -> i64 {
+        let sql = format!("SELECT count(*) FROM {table}");
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&self.pool)
+            .await
+            .expect("count rows")
+    }
+
+    /// Rows of every table, to prove a rejected request changed nothing.
+    pub async fn snapshot(&self) -> [i64; 4] {
+        [
+            self.count("orders").await,
+            self.count("transfers").await,
+            self.count("order_transitions").await,
+            self.count("outbox").await,
+        ]
+    }
+
+    /// The event types in the outbox for one order, in insertion order.
+    pub async fn outbox_types(&self, order: Uuid) -> Vec<String> {
+        sqlx::query_scalar("SELECT event_type FROM outbox WHERE order_id = $1 ORDER BY id")
+            .bind(order)
+            .fetch_all(&self.pool)
+            .await
+            .expect("read outbox")
+    }
+}
+
+impl Drop for TestApp {
+    /// Drops the test database even when the test panicked.
+    fn drop(&mut self) {
+        let db_name = self.db_name.clone();
+        // The pool belongs to the test's runtime, which this thread blocks: do not await it here.
+        // DROP … WITH (FORCE) ends its connections from the server side.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let options: PgConnectOptions = ADMIN_URL.parse().expect("admin url");
+                if let Ok(mut admin) = PgConnection::connect_with(&options).await {
+                    let sql = format!("DROP DATABASE IF EXISTS \"{db_name}\" WITH (FORCE)");
+                    let _ = admin.execute(sqlx::AssertSqlSafe(sql)).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+pub fn unique_key() -> String {
+    Uuid::new_v4().to_string()
+}
+
+pub fn order_body(customer: &str, amount: i64, currency: &str) -> Value {
+    json!({"customer_id": customer, "amount_minor": amount, "currency": currency})
+}
+
+pub fn payment_body(transfer_id: &str, amount: i64, currency: &str) -> Value {
+    json!({"transfer_id": transfer_id, "amount_minor": amount, "currency": currency})
+}
+
+pub fn shipment_body(carrier: &str, tracking: &str) -> Value {
+    json!({"carrier": carrier, "tracking_number": tracking})
+}

@@ -1,0 +1,4 @@
+//! The REST API suite: every endpoint, idempotency, races and bad input, against a real Postgres.
+
+mod helpers;
+mod orders;

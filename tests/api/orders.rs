@@ -1,0 +1,179 @@
+//! Placing, reading and listing orders.
+
+use axum::http::StatusCode;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::helpers::{TestApp, order_body, unique_key};
+
+#[tokio::test]
+async fn placing_an_order_creates_it_pending_with_its_history_and_event() {
+    let app = TestApp::spawn().await;
+
+    let response = app
+        .place_order("key-1", &order_body("customer-42", 4999, "EUR"))
+        .await;
+
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+    let id = response.body["id"].as_str().unwrap();
+    assert_eq!(
+        response.header("location"),
+        Some(format!("/v1/orders/{id}").as_str())
+    );
+    assert_eq!(response.header("etag"), Some("\"1\""));
+    assert!(!response.is_replay());
+    assert_eq!(response.body["status"], "PENDING_PAYMENT");
+    assert_eq!(response.body["version"], 1);
+    assert_eq!(response.body["paid_minor"], 0);
+    assert_eq!(response.body["amount_minor"], 4999);
+    assert_eq!(response.body["currency"], "EUR");
+    assert_eq!(response.body["refund_required"], false);
+    assert!(response.body["shipment"].is_null());
+
+    let id: Uuid = id.parse().unwrap();
+    let (status, version): (String, i64) =
+        sqlx::query_as("SELECT status, version FROM orders WHERE id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((status.as_str(), version), ("PENDING_PAYMENT", 1));
+    let history = app.history(id).await;
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0]["kind"], "created");
+    assert!(history[0]["from"].is_null());
+    assert_eq!(history[0]["to"], "PENDING_PAYMENT");
+    assert_eq!(history[0]["cause"]["source"], "api");
+    assert_eq!(history[0]["cause"]["idempotency_key"], "key-1");
+    assert_eq!(app.outbox_types(id).await, vec!["order.created"]);
+}
+
+#[tokio::test]
+async fn a_client_chosen_id_is_kept() {
+    let app = TestApp::spawn().await;
+    let id = Uuid::new_v4();
+    let mut body = order_body("c", 100, "USD");
+    body["id"] = json!(id);
+
+    let response = app.place_order(&unique_key(), &body).await;
+
+    assert_eq!(response.status, StatusCode::CREATED);
+    assert_eq!(response.body["id"], json!(id));
+}
+
+#[tokio::test]
+async fn placing_an_existing_id_with_the_same_content_replays_and_with_other_content_conflicts() {
+    let app = TestApp::spawn().await;
+    let id = Uuid::new_v4();
+    let mut body = order_body("c", 100, "USD");
+    body["id"] = json!(id);
+    app.place_order(&unique_key(), &body).await;
+
+    let same = app.place_order(&unique_key(), &body).await;
+    assert_eq!(same.status, StatusCode::CREATED);
+    assert!(same.is_replay());
+    assert_eq!(same.body["id"], json!(id));
+
+    body["amount_minor"] = json!(101);
+    let other = app.place_order(&unique_key(), &body).await;
+    let problem = other.problem(StatusCode::CONFLICT);
+    assert_eq!(problem["current_status"], "PENDING_PAYMENT");
+
+    assert_eq!(app.count("orders").await, 1);
+    assert_eq!(app.count("order_transitions").await, 1);
+    assert_eq!(app.count("outbox").await, 1);
+}
+
+#[tokio::test]
+async fn getting_an_order_returns_it_with_its_etag() {
+    let app = TestApp::spawn().await;
+    let id = app.placed_order(700).await;
+    app.paid(id, 200).await;
+
+    let response = app.order(id).await;
+
+    assert_eq!(response.status, StatusCode::OK);
+    assert_eq!(response.header("etag"), Some("\"2\""));
+    assert_eq!(response.body["paid_minor"], 200);
+    assert_eq!(response.body["version"], 2);
+}
+
+#[tokio::test]
+async fn an_unknown_order_is_404_and_a_malformed_id_is_400() {
+    let app = TestApp::spawn().await;
+
+    app.order(Uuid::new_v4())
+        .await
+        .problem(StatusCode::NOT_FOUND);
+    app.get("/v1/orders/not-a-uuid")
+        .await
+        .problem(StatusCode::BAD_REQUEST);
+    app.get(&format!("/v1/orders/{}/history", Uuid::new_v4()))
+        .await
+        .problem(StatusCode::NOT_FOUND);
+    app.get("/v1/nothing-here")
+        .await
+        .problem(StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_listing_is_newest_first_and_pages_with_the_next_cursor() {
+    let app = TestApp::spawn().await;
+    let mut placed = vec![];
+    for _ in 0..7 {
+        placed.push(app.placed_order(100).await);
+    }
+    placed.reverse();
+
+    let mut seen = vec![];
+    let mut path = "/v1/orders?limit=3".to_owned();
+    loop {
+        let page = app.get(&path).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+        let items = page.body["items"].as_array().unwrap();
+        assert!(items.len() <= 3);
+        seen.extend(
+            items
+                .iter()
+                .map(|o| o["id"].as_str().unwrap().parse::<Uuid>().unwrap()),
+        );
+        match page.body["next"].as_str() {
+            Some(next) => path = format!("/v1/orders?limit=3&after={next}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen, placed);
+}
+
+#[tokio::test]
+async fn the_listing_filters_by_status() {
+    let app = TestApp::spawn().await;
+    let paid = app.placed_order(100).await;
+    app.paid(paid, 100).await;
+    app.placed_order(100).await;
+
+    let page = app.get("/v1/orders?status=PAID").await;
+
+    let items = page.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["id"], json!(paid));
+    assert!(page.body["next"].is_null());
+}
+
+#[tokio::test]
+async fn the_listing_rejects_bad_limits_statuses_and_cursors() {
+    let app = TestApp::spawn().await;
+    for query in [
+        "limit=0",
+        "limit=101",
+        "limit=x",
+        "status=LOST",
+        "after=zz",
+        "after=00",
+    ] {
+        app.get(&format!("/v1/orders?{query}"))
+            .await
+            .problem(StatusCode::BAD_REQUEST);
+    }
+    assert_eq!(app.get("/v1/orders?limit=100").await.status, StatusCode::OK);
+}
