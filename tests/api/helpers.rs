@@ -26,6 +26,48 @@ pub struct TestApp {
     pub db_name: String,
 }
 
+/// A router driven in-process, without a database of its own.
+pub struct InProcess(pub Router);
+
+impl InProcess {
+    pub async fn request(&self, request: Request<Body>) -> TestResponse {
+        send(&self.0, request).await
+    }
+
+    pub async fn get(&self, path: &str) -> TestResponse {
+        self.request(
+            Request::get(path)
+                .body(Body::empty())
+                .expect("valid request"),
+        )
+        .await
+    }
+}
+
+async fn send(router: &Router, request: Request<Body>) -> TestResponse {
+    let response = router
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("the router is infallible");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("read body")
+        .to_bytes();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    TestResponse {
+        status,
+        headers,
+        body,
+        text,
+    }
+}
+
 pub struct TestResponse {
     pub status: StatusCode,
     pub headers: HeaderMap,
@@ -85,28 +127,7 @@ impl TestApp {
     }
 
     pub async fn request(&self, request: Request<Body>) -> TestResponse {
-        let response = self
-            .router
-            .clone()
-            .oneshot(request)
-            .await
-            .expect("the router is infallible");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("read body")
-            .to_bytes();
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        TestResponse {
-            status,
-            headers,
-            body,
-            text,
-        }
+        send(&self.router, request).await
     }
 
     pub async fn get(&self, path: &str) -> TestResponse {

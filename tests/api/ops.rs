@@ -1,0 +1,86 @@
+//! Health and metrics.
+
+use axum::http::StatusCode;
+use order_service::app::App;
+use order_service::http::{self, AppState, BrokerHealth};
+use order_service::{store, telemetry};
+
+use crate::helpers::TestApp;
+
+#[tokio::test]
+async fn liveness_and_readiness_answer_when_postgres_is_up() {
+    let app = TestApp::spawn().await;
+
+    assert_eq!(app.get("/health/live").await.status, StatusCode::OK);
+    let ready = app.get("/health/ready").await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.text);
+}
+
+#[tokio::test]
+async fn readiness_is_503_when_postgres_is_unreachable() {
+    // Nothing listens on port 1: the lazily connecting pool cannot reach a database.
+    let options = store::connect_options(
+        "postgres://postgres@127.0.0.1:1/none",
+        store::DEFAULT_LOCK_TIMEOUT,
+    )
+    .unwrap();
+    let router = http::router(AppState {
+        app: App::new(store::pool(options, 1)),
+        metrics: telemetry::metrics(),
+        broker: None,
+    });
+    let app = crate::helpers::InProcess(router);
+
+    let ready = app.get("/health/ready").await;
+    ready.problem(StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(app.get("/health/live").await.status, StatusCode::OK);
+    // A client's request is told to come back later, without internals.
+    let order = app
+        .get(&format!("/v1/orders/{}", uuid::Uuid::new_v4()))
+        .await;
+    order.problem(StatusCode::SERVICE_UNAVAILABLE);
+    assert!(!order.text.contains("127.0.0.1"), "{}", order.text);
+}
+
+#[tokio::test]
+async fn readiness_is_503_while_the_broker_is_disconnected() {
+    let app = TestApp::spawn().await;
+    let broker = BrokerHealth::default();
+    let router = http::router(AppState {
+        app: App::new(app.pool.clone()),
+        metrics: telemetry::metrics(),
+        broker: Some(broker.clone()),
+    });
+    let with_broker = crate::helpers::InProcess(router);
+
+    with_broker
+        .get("/health/ready")
+        .await
+        .problem(StatusCode::SERVICE_UNAVAILABLE);
+    broker.set(true);
+    assert_eq!(
+        with_broker.get("/health/ready").await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_status() {
+    let app = TestApp::spawn().await;
+    app.placed_order(100).await;
+
+    let metrics = app.get("/metrics").await;
+
+    assert_eq!(metrics.status, StatusCode::OK);
+    assert!(
+        metrics
+            .text
+            .lines()
+            .any(|l| l.starts_with("http_requests_total")
+                && l.contains("route=\"/v1/orders\"")
+                && l.contains("status=\"201\"")),
+        "{}",
+        metrics.text
+    );
+    assert!(metrics.text.contains("order_changes_total"));
+}
