@@ -58,6 +58,9 @@ pub struct Config {
     #[arg(long, global = true, env = "LOCK_TIMEOUT_MS", default_value_t = 5_000)]
     pub lock_timeout_ms: u64,
 
+    #[command(flatten)]
+    pub amqp: AmqpConfig,
+
     /// How long in-flight work may take to finish after SIGTERM (seconds).
     #[arg(long, global = true, env = "SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
@@ -70,5 +73,106 @@ impl Config {
 
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
+    }
+}
+
+/// The RabbitMQ side: names of the topology (DESIGN.md §3 defaults) and consumer tuning.
+#[derive(Debug, Clone, Args)]
+pub struct AmqpConfig {
+    /// Run the AMQP consumer and outbox relay beside the API.
+    #[arg(long = "amqp-enabled", global = true, env = "AMQP_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
+    pub enabled: bool,
+
+    /// Topic exchange the inbound events are published to.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_INBOUND_EXCHANGE",
+        default_value = "commerce.events"
+    )]
+    pub inbound_exchange: String,
+
+    /// Quorum queue the consumer reads.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_INBOX_QUEUE",
+        default_value = "order-service.inbox"
+    )]
+    pub inbox_queue: String,
+
+    /// Exchange that routes dead letters to the dead-letter queue.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_DEAD_LETTER_EXCHANGE",
+        default_value = "order-service.dlx"
+    )]
+    pub dead_letter_exchange: String,
+
+    /// Queue holding messages that cannot be applied, each with an `x-error-reason` header.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_DEAD_LETTER_QUEUE",
+        default_value = "order-service.dead-letter"
+    )]
+    pub dead_letter_queue: String,
+
+    /// Topic exchange the outbox relay publishes order events to.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_OUTBOUND_EXCHANGE",
+        default_value = "order-service.events"
+    )]
+    pub outbound_exchange: String,
+
+    /// Unacknowledged messages the consumer holds (and processes concurrently) at once.
+    #[arg(long, global = true, env = "AMQP_PREFETCH", default_value_t = 64)]
+    pub prefetch: u16,
+
+    /// Deliveries of a premature message (unknown order, ship before paid) before it is
+    /// dead-lettered.
+    #[arg(long, global = true, env = "AMQP_MAX_ATTEMPTS", default_value_t = 10)]
+    pub max_attempts: u32,
+
+    /// Delay before the first retry of a premature message; doubles per attempt (milliseconds).
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_RETRY_BASE_MS",
+        default_value_t = 1_000
+    )]
+    pub retry_base_ms: u64,
+
+    /// Longest delay between two attempts (milliseconds).
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_RETRY_MAX_MS",
+        default_value_t = 60_000
+    )]
+    pub retry_max_ms: u64,
+}
+
+impl AmqpConfig {
+    /// The delay before attempt `attempt + 1`, for `attempt >= 1`: base · 2^(attempt-1), capped.
+    pub fn retry_delay(&self, attempt: u32) -> Duration {
+        let factor = 1u64 << attempt.saturating_sub(1).min(20);
+        Duration::from_millis(
+            self.retry_base_ms
+                .saturating_mul(factor)
+                .min(self.retry_max_ms),
+        )
+    }
+
+    /// Every distinct retry delay, shortest first: one delay queue each.
+    pub fn retry_delays(&self) -> Vec<Duration> {
+        let mut delays: Vec<Duration> = (1..self.max_attempts.max(1))
+            .map(|a| self.retry_delay(a))
+            .collect();
+        delays.dedup();
+        delays
     }
 }

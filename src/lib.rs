@@ -4,9 +4,11 @@
 //! and outcomes; [`store`] holds all SQL; [`domain`] is pure. [`startup`] wires them together
 //! from [`config`]; [`telemetry`] sets up logs and metrics.
 
+pub mod amqp;
 pub mod app;
 pub mod config;
 pub mod domain;
+pub mod health;
 pub mod http;
 pub mod startup;
 pub mod store;

@@ -55,7 +55,7 @@ async fn main() -> anyhow::Result<()> {
                 on_signal.cancel();
             });
             let application = Application::build(cli.config, &shutdown).await?;
-            application.run_until(shutdown.cancelled_owned()).await
+            application.run_until(shutdown).await
         }
     }
 }

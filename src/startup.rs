@@ -1,6 +1,5 @@
 //! Wiring: build the application from its configuration, bind the listener, run until shutdown.
 
-use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -8,9 +7,13 @@ use axum::Router;
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::amqp::Consumer;
 
 use crate::app::App;
 use crate::config::Config;
+use crate::health::Readiness;
 use crate::http::{self, AppState};
 use crate::{store, telemetry};
 
@@ -19,6 +22,7 @@ pub struct Application {
     router: Router,
     pool: PgPool,
     config: Config,
+    consumer: Option<Consumer>,
 }
 
 impl Application {
@@ -28,10 +32,20 @@ impl Application {
             .context("DATABASE_URL is not a valid Postgres URL")?;
         wait_for_database(&options, shutdown).await?;
         let pool = store::pool(options, config.db_max_connections);
+        let app = App::new(pool.clone());
+        let readiness = Readiness::default();
+        let consumer = config.amqp.enabled.then(|| {
+            Consumer::new(
+                app.clone(),
+                config.amqp_url.clone(),
+                config.amqp.clone(),
+                readiness.register("consumer"),
+            )
+        });
         let state = AppState {
-            app: App::new(pool.clone()),
+            app,
             metrics: telemetry::metrics(),
-            broker: None,
+            readiness,
         };
         let listener = TcpListener::bind(config.http_addr)
             .await
@@ -41,6 +55,7 @@ impl Application {
             router: http::router(state),
             pool,
             config,
+            consumer,
         })
     }
 
@@ -52,29 +67,38 @@ impl Application {
         &self.pool
     }
 
-    /// Serves until `shutdown` fires, then lets in-flight requests finish (bounded by the grace
-    /// period) and closes the pool.
-    pub async fn run_until(
-        self,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> anyhow::Result<()> {
+    /// Serves the API and runs the background components until `shutdown` fires, then stops
+    /// taking work, lets in-flight requests and messages finish (bounded by the grace period)
+    /// and closes the pool.
+    pub async fn run_until(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let address = self.listener.local_addr()?;
         tracing::info!(%address, docs = %format!("http://{address}/docs"), "serving");
         let grace = self.config.shutdown_grace();
-        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+        let background = TaskTracker::new();
+        if let Some(consumer) = self.consumer {
+            background.spawn(consumer.run(shutdown.clone()));
+        }
+        background.close();
+
+        let stop = shutdown.clone();
         let server = axum::serve(self.listener, self.router).with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down: finishing in-flight requests");
-            let _ = stopping_tx.send(());
+            stop.cancelled().await;
+            tracing::info!("shutting down: finishing in-flight requests and messages");
         });
-        let server = async { server.await.context("HTTP server failed") };
+        let everything = async {
+            let served = server.await.context("HTTP server failed");
+            // The server only returns early on failure: stop the rest too.
+            shutdown.cancel();
+            background.wait().await;
+            served
+        };
         let deadline = async {
-            let _ = stopping_rx.await;
+            shutdown.cancelled().await;
             tokio::time::sleep(grace).await;
         };
         tokio::select! {
-            result = server => result?,
-            () = deadline => tracing::warn!(?grace, "grace period over; dropping remaining requests"),
+            result = everything => result?,
+            () = deadline => tracing::warn!(?grace, "grace period over; dropping remaining work"),
         }
         self.pool.close().await;
         tracing::info!("stopped");

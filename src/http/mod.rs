@@ -29,7 +29,7 @@ use utoipa_swagger_ui::SwaggerUi;
 pub use extract::MAX_BODY_BYTES;
 pub use openapi::{document as openapi_document, to_pretty_json as openapi_json};
 pub use problem::Problem;
-pub use state::{AppState, BrokerHealth};
+pub use state::AppState;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 

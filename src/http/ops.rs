@@ -46,10 +46,12 @@ pub async fn ready(State(state): State<AppState>) -> Result<axum::Json<Health>, 
     if !matches!(ping, Ok(Ok(()))) {
         return Err(unavailable("postgres is unreachable"));
     }
-    if let Some(broker) = &state.broker
-        && !broker.is_connected()
-    {
-        return Err(unavailable("rabbitmq is unreachable"));
+    let not_ready = state.readiness.not_ready();
+    if !not_ready.is_empty() {
+        return Err(unavailable(&format!(
+            "not connected to rabbitmq: {}",
+            not_ready.join(", ")
+        )));
     }
     Ok(axum::Json(Health { status: "ok" }))
 }

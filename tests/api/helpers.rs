@@ -2,15 +2,17 @@
 //! The test harness: each test gets its own freshly migrated database (dropped when the test
 //! ends, pass or fail) and drives the real router in-process, one helper per endpoint.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderMap, Method, Request, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, Executor, PgConnection, PgPool};
+use tokio::sync::{Mutex, MutexGuard};
 use tower::ServiceExt;
 use uuid::Uuid;
 
@@ -117,7 +119,7 @@ impl TestApp {
         let state = AppState {
             app: App::new(pool.clone()),
             metrics: telemetry::metrics(),
-            broker: None,
+            readiness: Default::default(),
         };
         Self {
             router: http::router(state),
@@ -203,6 +205,19 @@ impl TestApp {
         response
     }
 
+    /// Records a EUR payment under this transfer id with a fresh key; asserts 201.
+    pub async fn paid_with(&self, order: Uuid, transfer_id: &str, amount: i64) -> TestResponse {
+        let response = self
+            .pay(
+                order,
+                &unique_key(),
+                &payment_body(transfer_id, amount, "EUR"),
+            )
+            .await;
+        assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+        response
+    }
+
     pub async fn ship(&self, order: Uuid, key: &str, body: &Value) -> TestResponse {
         self.post(&format!("/v1/orders/{order}/ship"), key, body)
             .await
@@ -211,6 +226,24 @@ impl TestApp {
     pub async fn cancel(&self, order: Uuid, key: &str, body: &Value) -> TestResponse {
         self.post(&format!("/v1/orders/{order}/cancel"), key, body)
             .await
+    }
+
+    /// Ships with a fresh key; asserts 200.
+    pub async fn shipped(&self, order: Uuid, carrier: &str, tracking: &str) -> TestResponse {
+        let response = self
+            .ship(order, &unique_key(), &shipment_body(carrier, tracking))
+            .await;
+        assert_eq!(response.status, StatusCode::OK, "{}", response.text);
+        response
+    }
+
+    /// Cancels with a fresh key; asserts 200.
+    pub async fn cancelled(&self, order: Uuid, reason: &str) -> TestResponse {
+        let response = self
+            .cancel(order, &unique_key(), &json!({ "reason": reason }))
+            .await;
+        assert_eq!(response.status, StatusCode::OK, "{}", response.text);
+        response
     }
 
     pub async fn order(&self, order: Uuid) -> TestResponse {
@@ -240,6 +273,55 @@ impl TestApp {
             self.count("order_transitions").await,
             self.count("outbox").await,
         ]
+    }
+
+    /// Places a EUR order of `amount` and pays it in full; returns its id (the order is at
+    /// version 2, PAID).
+    pub async fn paid_order(&self, amount: i64) -> Uuid {
+        let id = self.placed_order(amount).await;
+        self.paid(id, amount).await;
+        id
+    }
+
+    /// The order's ledger as the API lists it.
+    pub async fn ledger(&self, order: Uuid) -> Vec<Value> {
+        let response = self.get(&format!("/v1/orders/{order}/payments")).await;
+        assert_eq!(response.status, StatusCode::OK, "{}", response.text);
+        assert!(response.body["next"].is_null(), "{}", response.text);
+        response.body["items"].as_array().unwrap().clone()
+    }
+
+    /// The order's row as stored.
+    pub async fn row(&self, order: Uuid) -> OrderRow {
+        sqlx::query_as(
+            "SELECT status, version, paid_minor, refund_required FROM orders WHERE id = $1",
+        )
+        .bind(order)
+        .fetch_one(&self.pool)
+        .await
+        .expect("read the order row")
+    }
+
+    /// The order's ledger rows as stored: `(transfer_id, amount_minor, currency, source)`.
+    pub async fn transfers(&self, order: Uuid) -> Vec<(String, i64, String, String)> {
+        sqlx::query_as(
+            "SELECT transfer_id, amount_minor, currency, source FROM transfers \
+             WHERE order_id = $1 ORDER BY received_at, transfer_id",
+        )
+        .bind(order)
+        .fetch_all(&self.pool)
+        .await
+        .expect("read the ledger")
+    }
+
+    /// The history, checked against invariant 1 (DESIGN.md §4): one entry per version
+    /// `1..=version` of the stored order, each `from` the previous `to`, every status change a
+    /// legal one, and no status entered twice.
+    pub async fn checked_history(&self, order: Uuid) -> Vec<Value> {
+        let version = self.row(order).await.version;
+        let history = self.history(order).await;
+        assert_history_is_contiguous(&history, version);
+        history
     }
 
     /// The event types in the outbox for one order, in insertion order.
@@ -273,6 +355,79 @@ impl Drop for TestApp {
         })
         .join();
     }
+}
+
+/// An order row: `status`, `version`, `paid_minor`, `refund_required`.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct OrderRow {
+    pub status: String,
+    pub version: i64,
+    pub paid_minor: i64,
+    pub refund_required: bool,
+}
+
+/// See [`TestApp::checked_history`].
+#[track_caller]
+pub fn assert_history_is_contiguous(history: &[Value], version: i64) {
+    let versions: Vec<i64> = history
+        .iter()
+        .map(|entry| entry["version"].as_i64().expect("a version"))
+        .collect();
+    assert_eq!(versions, (1..=version).collect::<Vec<_>>(), "{history:#?}");
+    assert!(history[0]["from"].is_null(), "{history:#?}");
+    for pair in history.windows(2) {
+        assert_eq!(pair[1]["from"], pair[0]["to"], "{history:#?}");
+    }
+    let legal = [
+        (Value::Null, "PENDING_PAYMENT"),
+        (json!("PENDING_PAYMENT"), "PAID"),
+        (json!("PENDING_PAYMENT"), "CANCELLED"),
+        (json!("PAID"), "SHIPPED"),
+    ];
+    let mut entered = HashSet::new();
+    for entry in history.iter().filter(|e| e["from"] != e["to"]) {
+        let to = entry["to"].as_str().expect("a status");
+        assert!(
+            legal
+                .iter()
+                .any(|(from, t)| *from == entry["from"] && *t == to),
+            "illegal change {} -> {to}: {history:#?}",
+            entry["from"]
+        );
+        assert!(entered.insert(to), "{to} entered twice: {history:#?}");
+    }
+}
+
+/// A POST built byte by byte: header values may be anything the HTTP layer lets through, and the
+/// body is sent exactly as given (no content type unless one is among `headers`).
+pub fn raw_post(path: &str, headers: &[(&str, &[u8])], body: impl Into<Body>) -> Request<Body> {
+    let mut builder = Request::builder().method(Method::POST).uri(path);
+    for (name, value) in headers {
+        builder = builder.header(
+            *name,
+            HeaderValue::from_bytes(value).expect("a header value the HTTP layer accepts"),
+        );
+    }
+    builder.body(body.into()).expect("valid request")
+}
+
+/// A raw JSON POST with a fresh Idempotency-Key.
+pub fn json_post(path: &str, body: impl Into<Body>) -> Request<Body> {
+    raw_post(
+        path,
+        &[
+            ("content-type", b"application/json"),
+            ("idempotency-key", unique_key().as_bytes()),
+        ],
+        body,
+    )
+}
+
+/// Serialises the tests that open dozens of connections at once: the local Postgres allows 100,
+/// and two such tests side by side would exhaust them.
+pub async fn connection_heavy() -> MutexGuard<'static, ()> {
+    static HEAVY: Mutex<()> = Mutex::const_new(());
+    HEAVY.lock().await
 }
 
 pub fn unique_key() -> String {

@@ -2,7 +2,8 @@
 
 use axum::http::StatusCode;
 use order_service::app::App;
-use order_service::http::{self, AppState, BrokerHealth};
+use order_service::health::Readiness;
+use order_service::http::{self, AppState};
 use order_service::{store, telemetry};
 
 use crate::helpers::TestApp;
@@ -27,7 +28,7 @@ async fn readiness_is_503_when_postgres_is_unreachable() {
     let router = http::router(AppState {
         app: App::new(store::pool(options, 1)),
         metrics: telemetry::metrics(),
-        broker: None,
+        readiness: Default::default(),
     });
     let app = crate::helpers::InProcess(router);
 
@@ -45,11 +46,12 @@ async fn readiness_is_503_when_postgres_is_unreachable() {
 #[tokio::test]
 async fn readiness_is_503_while_the_broker_is_disconnected() {
     let app = TestApp::spawn().await;
-    let broker = BrokerHealth::default();
+    let readiness = Readiness::default();
+    let consumer = readiness.register("consumer");
     let router = http::router(AppState {
         app: App::new(app.pool.clone()),
         metrics: telemetry::metrics(),
-        broker: Some(broker.clone()),
+        readiness,
     });
     let with_broker = crate::helpers::InProcess(router);
 
@@ -57,7 +59,7 @@ async fn readiness_is_503_while_the_broker_is_disconnected() {
         .get("/health/ready")
         .await
         .problem(StatusCode::SERVICE_UNAVAILABLE);
-    broker.set(true);
+    consumer.set(true);
     assert_eq!(
         with_broker.get("/health/ready").await.status,
         StatusCode::OK

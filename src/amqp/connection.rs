@@ -1,0 +1,63 @@
+//! Connecting to RabbitMQ, and the capped exponential backoff every reconnect loop uses.
+
+use std::time::Duration;
+
+use lapin::{Connection, ConnectionProperties};
+
+/// A broker-side failure of a session; the session ends and reconnects.
+#[derive(Debug, thiserror::Error)]
+pub enum AmqpError {
+    #[error(transparent)]
+    Lapin(#[from] lapin::Error),
+    #[error("the broker cancelled the consumer")]
+    ConsumerCancelled,
+    #[error("the broker refused (nacked) a published message")]
+    Nacked,
+}
+
+pub async fn connect(url: &str, name: &str) -> lapin::Result<Connection> {
+    let properties = ConnectionProperties::default().with_connection_name(name.into());
+    Connection::connect(url, properties).await
+}
+
+/// Doubling delays from `initial` up to `max`; `reset` after a success.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    initial: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Self {
+            initial,
+            max,
+            next: initial,
+        }
+    }
+
+    pub fn next_delay(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = (self.next * 2).min(self.max);
+        delay
+    }
+
+    pub fn reset(&mut self) {
+        self.next = self.initial;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap_and_resets() {
+        let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(350));
+        let delays: Vec<_> = (0..4).map(|_| backoff.next_delay().as_millis()).collect();
+        assert_eq!(delays, vec![100, 200, 350, 350]);
+        backoff.reset();
+        assert_eq!(backoff.next_delay().as_millis(), 100);
+    }
+}

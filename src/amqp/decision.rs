@@ -1,0 +1,143 @@
+//! The decision table of the consumer: what to do with a message given how its command ended.
+//! One function, matched exhaustively, so a new outcome cannot slip through unhandled.
+
+use crate::app::{AppError, Outcome};
+use crate::domain::{DomainError, OrderStatus};
+
+/// What happens to a delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Disposition {
+    /// Applied now or before: acknowledge.
+    Ack { outcome: &'static str },
+    /// Premature (its order, or the order's payment, has not arrived yet): try again later.
+    Retry { reason: String },
+    /// Can never apply: move to the dead-letter queue with the reason.
+    DeadLetter { reason: String },
+    /// A dependency is down: keep the message unacknowledged, back off, try again in place.
+    Wait { reason: String },
+}
+
+pub fn decide<T>(result: &Result<Outcome<T>, AppError>) -> Disposition {
+    let dead = |reason: String| Disposition::DeadLetter { reason };
+    match result {
+        Ok(outcome @ (Outcome::Applied(_) | Outcome::AlreadyApplied(_) | Outcome::Replayed(_))) => {
+            Disposition::Ack {
+                outcome: outcome.label(),
+            }
+        }
+        Err(AppError::NotFound(id)) => Disposition::Retry {
+            reason: format!("order {id} does not exist yet"),
+        },
+        Err(AppError::Refused { reason, .. }) => match reason {
+            // Shipment before payment: the payment may still be on its way.
+            DomainError::InvalidTransition {
+                from: OrderStatus::PendingPayment,
+                to: OrderStatus::Shipped,
+            } => Disposition::Retry {
+                reason: reason.to_string(),
+            },
+            DomainError::InvalidTransition { .. }
+            | DomainError::OrderConflict(_)
+            | DomainError::ShipmentConflict
+            | DomainError::TransferConflict(_)
+            | DomainError::CurrencyMismatch { .. }
+            | DomainError::LedgerOverflow => dead(reason.to_string()),
+        },
+        // Events carry no Idempotency-Key and no If-Match; should one appear, it cannot succeed.
+        Err(e @ (AppError::KeyReused | AppError::PreconditionFailed { .. })) => dead(e.to_string()),
+        Err(AppError::Busy) => Disposition::Wait {
+            reason: "the order is locked by a concurrent transaction".into(),
+        },
+        Err(AppError::Unavailable(cause)) => Disposition::Wait {
+            reason: format!("database unavailable: {cause}"),
+        },
+        // Unknown failures are retried a bounded number of times, then dead-lettered.
+        Err(AppError::Unexpected(cause)) => Disposition::Retry {
+            reason: format!("unexpected failure: {cause}"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Currency, OrderId, TransferId};
+
+    fn refused(reason: DomainError) -> Result<Outcome<()>, AppError> {
+        Err(AppError::Refused {
+            reason,
+            current_status: None,
+            current_version: None,
+        })
+    }
+
+    #[test]
+    fn applied_and_already_applied_are_acknowledged() {
+        assert!(matches!(
+            decide(&Ok(Outcome::Applied(()))),
+            Disposition::Ack { .. }
+        ));
+        assert!(matches!(
+            decide(&Ok(Outcome::AlreadyApplied(()))),
+            Disposition::Ack { .. }
+        ));
+    }
+
+    #[test]
+    fn premature_messages_are_retried() {
+        assert!(matches!(
+            decide::<()>(&Err(AppError::NotFound(OrderId::generate()))),
+            Disposition::Retry { .. }
+        ));
+        assert!(matches!(
+            decide(&refused(DomainError::InvalidTransition {
+                from: OrderStatus::PendingPayment,
+                to: OrderStatus::Shipped
+            })),
+            Disposition::Retry { .. }
+        ));
+    }
+
+    #[test]
+    fn terminal_conflicts_are_dead_lettered() {
+        let eur = Currency::parse("EUR").unwrap();
+        let usd = Currency::parse("USD").unwrap();
+        for reason in [
+            DomainError::InvalidTransition {
+                from: OrderStatus::Paid,
+                to: OrderStatus::Cancelled,
+            },
+            DomainError::InvalidTransition {
+                from: OrderStatus::Cancelled,
+                to: OrderStatus::Shipped,
+            },
+            DomainError::OrderConflict(OrderId::generate()),
+            DomainError::ShipmentConflict,
+            DomainError::TransferConflict(TransferId::parse("t").unwrap()),
+            DomainError::CurrencyMismatch {
+                order: eur,
+                payment: usd,
+            },
+        ] {
+            assert!(
+                matches!(
+                    decide(&refused(reason.clone())),
+                    Disposition::DeadLetter { .. }
+                ),
+                "{reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unavailable_database_keeps_the_message_in_place() {
+        assert!(matches!(
+            decide::<()>(&Err(AppError::Unavailable("down".into()))),
+            Disposition::Wait { .. }
+        ));
+        assert!(matches!(
+            decide::<()>(&Err(AppError::Busy)),
+            Disposition::Wait { .. }
+        ));
+    }
+}

@@ -1,0 +1,334 @@
+//! The AMQP harness: a database and a broker topology of the test's own (unique names, deleted at
+//! the end), in-process consumers over the real application, and a publisher for inbound events.
+
+use std::time::Duration;
+
+use lapin::options::{
+    BasicAckOptions, BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions,
+    QueueDeclareOptions,
+};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{BasicProperties, Channel, Connection};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use order_service::amqp::consumer::Settled;
+use order_service::amqp::{Consumer, Topology, connect};
+use order_service::app::App;
+use order_service::config::AmqpConfig;
+use order_service::health::{Readiness, Signal};
+use order_service::store;
+
+use crate::common::{AMQP_URL, TestDb, eventually};
+
+pub const WAIT: Duration = Duration::from_secs(30);
+
+pub struct Harness {
+    pub db: TestDb,
+    pub app: App,
+    pub config: AmqpConfig,
+    pub topology: Topology,
+    pub channel: Channel,
+    connection: Connection,
+    consumers: Vec<(CancellationToken, JoinHandle<()>)>,
+    settled: Vec<Settled>,
+}
+
+/// The defaults of DESIGN.md §3 with names unique to one test.
+pub fn test_config() -> AmqpConfig {
+    let prefix = format!("test-{}", Uuid::new_v4().simple());
+    AmqpConfig {
+        enabled: true,
+        inbound_exchange: format!("{prefix}.commerce.events"),
+        inbox_queue: format!("{prefix}.inbox"),
+        dead_letter_exchange: format!("{prefix}.dlx"),
+        dead_letter_queue: format!("{prefix}.dead-letter"),
+        outbound_exchange: format!("{prefix}.order-events"),
+        prefetch: 64,
+        max_attempts: 10,
+        retry_base_ms: 1_000,
+        retry_max_ms: 60_000,
+    }
+}
+
+impl Harness {
+    pub async fn start() -> Self {
+        Self::start_with(test_config()).await
+    }
+
+    pub async fn start_with(config: AmqpConfig) -> Self {
+        let db = TestDb::create(store::DEFAULT_LOCK_TIMEOUT).await;
+        let app = App::new(db.pool.clone());
+        let topology = Topology::from_config(&config);
+        let connection = connect(AMQP_URL, "order-service tests")
+            .await
+            .expect("connect");
+        let channel = connection.create_channel().await.expect("channel");
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .expect("confirms");
+        topology.declare(&channel).await.expect("declare topology");
+        Self {
+            db,
+            app,
+            config,
+            topology,
+            channel,
+            connection,
+            consumers: vec![],
+            settled: vec![],
+        }
+    }
+
+    /// Starts one more consumer instance (its own connection) over this test's database.
+    pub fn spawn_consumer(&mut self) -> Signal {
+        self.spawn_consumer_on(self.app.clone(), AMQP_URL)
+    }
+
+    pub fn spawn_consumer_on(&mut self, app: App, amqp_url: &str) -> Signal {
+        let ready = Readiness::default().register("consumer");
+        let consumer = Consumer::new(app, amqp_url.to_owned(), self.config.clone(), ready.clone());
+        self.settled.push(consumer.settled());
+        let token = CancellationToken::new();
+        let handle = tokio::spawn(consumer.run(token.clone()));
+        self.consumers.push((token, handle));
+        ready
+    }
+
+    /// Deliveries settled by all consumers of this test so far.
+    pub fn settled(&self) -> u64 {
+        self.settled.iter().map(Settled::count).sum()
+    }
+
+    /// Waits until the consumers have settled at least `n` deliveries in all.
+    pub async fn wait_for_settled(&self, n: u64) {
+        eventually(&format!("{n} settled deliveries"), WAIT, || async {
+            (self.settled() >= n).then_some(())
+        })
+        .await;
+    }
+
+    /// Graceful shutdown of every consumer, as on SIGTERM.
+    pub async fn stop_consumers(&mut self) {
+        for (token, handle) in self.consumers.drain(..) {
+            token.cancel();
+            handle.await.expect("consumer task");
+        }
+    }
+
+    pub async fn publish_raw(&self, routing_key: &str, body: &[u8], properties: BasicProperties) {
+        let confirm = self
+            .channel
+            .basic_publish(
+                self.topology.inbound_exchange.as_str().into(),
+                routing_key.into(),
+                BasicPublishOptions::default(),
+                body,
+                properties.with_delivery_mode(2),
+            )
+            .await
+            .expect("publish")
+            .await
+            .expect("confirm");
+        assert!(confirm.is_ack());
+    }
+
+    /// Publishes an envelope of `event_type` with `data` and returns its body.
+    pub async fn publish(&self, event_id: &str, event_type: &str, data: Value) -> Vec<u8> {
+        let body = envelope(event_id, event_type, data)
+            .to_string()
+            .into_bytes();
+        self.publish_raw(
+            event_type,
+            &body,
+            BasicProperties::default()
+                .with_message_id(event_id.into())
+                .with_content_type("application/json".into()),
+        )
+        .await;
+        body
+    }
+
+    pub async fn place(&self, event_id: &str, order: Uuid, amount: i64) {
+        self.publish(
+            event_id,
+            "order.placed",
+            json!({"order_id": order, "customer_id": "c-1", "amount_minor": amount, "currency": "EUR"}),
+        )
+        .await;
+    }
+
+    pub async fn pay(&self, event_id: &str, order: Uuid, transfer: &str, amount: i64) {
+        self.publish(
+            event_id,
+            "payment.succeeded",
+            json!({"order_id": order, "transfer_id": transfer, "amount_minor": amount, "currency": "EUR"}),
+        )
+        .await;
+    }
+
+    pub async fn ship(&self, event_id: &str, order: Uuid, tracking: &str) {
+        self.publish(
+            event_id,
+            "shipment.dispatched",
+            json!({"order_id": order, "carrier": "DHL", "tracking_number": tracking}),
+        )
+        .await;
+    }
+
+    pub async fn cancel(&self, event_id: &str, order: Uuid) {
+        self.publish(
+            event_id,
+            "order.cancellation_requested",
+            json!({"order_id": order, "reason": "customer asked"}),
+        )
+        .await;
+    }
+
+    /// The order's `(status, version, paid_minor)`, if it exists.
+    pub async fn order_state(&self, order: Uuid) -> Option<(String, i64, i64)> {
+        sqlx::query_as("SELECT status, version, paid_minor FROM orders WHERE id = $1")
+            .bind(order)
+            .fetch_optional(&self.db.pool)
+            .await
+            .expect("read order")
+    }
+
+    /// Waits until the order is in `status`.
+    pub async fn wait_for_status(&self, order: Uuid, status: &str) -> (String, i64, i64) {
+        eventually(&format!("order {order} to be {status}"), WAIT, || async {
+            self.order_state(order).await.filter(|s| s.0 == status)
+        })
+        .await
+    }
+
+    /// Messages in a queue that are ready for delivery (not those held unacknowledged).
+    pub async fn ready_count(&self, queue: &str) -> u32 {
+        self.channel
+            .queue_declare(
+                queue.into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .expect("passive declare")
+            .message_count()
+    }
+
+    /// Takes every message out of the dead-letter queue.
+    pub async fn take_dead_letters(&self) -> Vec<DeadLetter> {
+        let mut letters = vec![];
+        while let Some(message) = self
+            .channel
+            .basic_get(
+                self.topology.dead_letter_queue.as_str().into(),
+                BasicGetOptions::default(),
+            )
+            .await
+            .expect("basic_get")
+        {
+            message
+                .delivery
+                .ack(BasicAckOptions::default())
+                .await
+                .expect("ack");
+            let headers = message
+                .delivery
+                .properties
+                .headers()
+                .clone()
+                .unwrap_or_default();
+            let reason = match headers.inner().get("x-error-reason") {
+                Some(AMQPValue::LongString(s)) => s.to_string(),
+                other => panic!("dead letter without a reason: {other:?}"),
+            };
+            letters.push(DeadLetter {
+                body: message.delivery.data.clone(),
+                reason,
+                message_id: message
+                    .delivery
+                    .properties
+                    .message_id()
+                    .as_ref()
+                    .map(|m| m.to_string()),
+            });
+        }
+        letters
+    }
+
+    /// Waits until `n` dead letters arrived, and returns them.
+    pub async fn wait_for_dead_letters(&self, n: usize) -> Vec<DeadLetter> {
+        let start = std::time::Instant::now();
+        let mut letters = vec![];
+        while letters.len() < n {
+            assert!(
+                start.elapsed() < WAIT,
+                "gave up waiting for {n} dead letters"
+            );
+            letters.extend(self.take_dead_letters().await);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        letters
+    }
+
+    pub async fn history_kinds(&self, order: Uuid) -> Vec<(i64, String)> {
+        sqlx::query_as(
+            "SELECT version, kind FROM order_transitions WHERE order_id = $1 ORDER BY version",
+        )
+        .bind(order)
+        .fetch_all(&self.db.pool)
+        .await
+        .expect("read history")
+    }
+
+    pub async fn outbox_types(&self, order: Uuid) -> Vec<String> {
+        sqlx::query_scalar("SELECT event_type FROM outbox WHERE order_id = $1 ORDER BY id")
+            .bind(order)
+            .fetch_all(&self.db.pool)
+            .await
+            .expect("read outbox")
+    }
+}
+
+impl Drop for Harness {
+    /// Stops the consumers and deletes the test's queues and exchanges, pass or fail.
+    fn drop(&mut self) {
+        for (token, handle) in self.consumers.drain(..) {
+            token.cancel();
+            handle.abort();
+        }
+        let topology = self.topology.clone();
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                if let Ok(connection) = connect(AMQP_URL, "order-service test cleanup").await
+                    && let Ok(channel) = connection.create_channel().await
+                {
+                    let _ = topology.delete(&channel).await;
+                    let _ = connection.close(200, "bye".into()).await;
+                }
+            });
+        })
+        .join();
+        let _ = &self.connection;
+    }
+}
+
+pub struct DeadLetter {
+    pub body: Vec<u8>,
+    pub reason: String,
+    pub message_id: Option<String>,
+}
+
+pub fn envelope(event_id: &str, event_type: &str, data: Value) -> Value {
+    json!({"event_id": event_id, "type": event_type, "occurred_at": "2026-11-21T10:00:00Z", "data": data})
+}

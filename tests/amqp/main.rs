@@ -1,0 +1,7 @@
+//! The AMQP suite: the consumer (and later the outbox relay) against a real RabbitMQ and Postgres.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod consumer;
+mod consumer_faults;
+mod helpers;

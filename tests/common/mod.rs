@@ -1,0 +1,87 @@
+//! Shared by every integration suite: a database of its own per test, dropped when the test
+//! ends (pass or fail), and a wait helper.
+#![allow(dead_code)] // each suite uses its own subset
+
+use std::time::{Duration, Instant};
+
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{Connection, Executor, PgConnection, PgPool};
+use uuid::Uuid;
+
+use order_service::store;
+
+pub mod proxy;
+
+pub const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+pub const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+
+/// A freshly created and migrated database.
+pub struct TestDb {
+    pub pool: PgPool,
+    pub name: String,
+    pub url: String,
+}
+
+impl TestDb {
+    pub async fn create(lock_timeout: Duration) -> Self {
+        let name = format!("order_service_test_{}", Uuid::new_v4().simple());
+        let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+        let options = store::connect_options(&url, lock_timeout).expect("valid url");
+        store::prepare_database(&options)
+            .await
+            .expect("create and migrate the test database");
+        let pool = store::pool(options, 80);
+        Self { pool, name, url }
+    }
+
+    /// `SELECT count(*)` of a whole table.
+    pub async fn count(&self, table: &str) -> i64 {
+        let sql = format!("SELECT count(*) FROM {table}");
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&self.pool)
+            .await
+            .expect("count rows")
+    }
+}
+
+impl Drop for TestDb {
+    /// Drops the database even when the test panicked. The pool belongs to the test's runtime,
+    /// which this blocks, so it is not awaited: `WITH (FORCE)` ends its connections server-side.
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let options: PgConnectOptions = ADMIN_URL.parse().expect("admin url");
+                if let Ok(mut admin) = PgConnection::connect_with(&options).await {
+                    let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+                    let _ = admin.execute(sqlx::AssertSqlSafe(sql)).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// Polls `check` until it returns `Some`, or panics with `what` after `limit`. A bound on waiting
+/// for asynchronous work, not a performance assertion.
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "gave up waiting for {what} after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
