@@ -61,6 +61,9 @@ pub struct Config {
     #[command(flatten)]
     pub amqp: AmqpConfig,
 
+    #[command(flatten)]
+    pub relay: RelayConfig,
+
     /// How long in-flight work may take to finish after SIGTERM (seconds).
     #[arg(long, global = true, env = "SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
@@ -174,5 +177,104 @@ impl AmqpConfig {
             .collect();
         delays.dedup();
         delays
+    }
+}
+
+/// The outbox relay: batching, wake-up fallback and retention.
+#[derive(Debug, Clone, Args)]
+pub struct RelayConfig {
+    /// Outbox rows published (and confirmed) per batch.
+    #[arg(
+        long = "outbox-batch-size",
+        global = true,
+        env = "OUTBOX_BATCH_SIZE",
+        default_value_t = 256
+    )]
+    pub batch_size: u32,
+
+    /// Poll interval when no NOTIFY arrives (milliseconds).
+    #[arg(
+        long = "outbox-poll-ms",
+        global = true,
+        env = "OUTBOX_POLL_MS",
+        default_value_t = 1_000
+    )]
+    pub poll_ms: u64,
+
+    /// Published rows older than this are deleted (hours; default 7 days).
+    #[arg(
+        long = "outbox-retention-hours",
+        global = true,
+        env = "OUTBOX_RETENTION_HOURS",
+        default_value_t = 168
+    )]
+    pub retention_hours: u64,
+
+    /// How often the relay prunes (seconds).
+    #[arg(
+        long = "outbox-prune-interval-secs",
+        global = true,
+        env = "OUTBOX_PRUNE_INTERVAL_SECS",
+        default_value_t = 60
+    )]
+    pub prune_interval_secs: u64,
+}
+
+impl RelayConfig {
+    pub fn poll_interval(&self) -> Duration {
+        Duration::from_millis(self.poll_ms)
+    }
+
+    pub fn retention(&self) -> Duration {
+        Duration::from_secs(self.retention_hours.saturating_mul(3600))
+    }
+
+    pub fn prune_interval(&self) -> Duration {
+        Duration::from_secs(self.prune_interval_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        config: Config,
+    }
+
+    fn defaults() -> Config {
+        Cli::parse_from(["order-service"]).config
+    }
+
+    #[test]
+    fn defaults_follow_the_design() {
+        let config = defaults();
+        assert_eq!(
+            config.database_url,
+            "postgres://postgres@127.0.0.1:5432/order_service"
+        );
+        assert_eq!(config.amqp_url, "amqp://guest:guest@127.0.0.1:5672/%2f");
+        assert_eq!(config.http_addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.amqp.inbound_exchange, "commerce.events");
+        assert_eq!(config.amqp.inbox_queue, "order-service.inbox");
+        assert_eq!(config.amqp.dead_letter_queue, "order-service.dead-letter");
+        assert_eq!(config.amqp.outbound_exchange, "order-service.events");
+        assert_eq!(config.amqp.max_attempts, 10);
+        assert_eq!(config.relay.retention(), Duration::from_secs(7 * 24 * 3600));
+    }
+
+    #[test]
+    fn retry_delays_start_at_the_base_double_and_are_capped() {
+        let amqp = defaults().amqp;
+        let delays: Vec<u64> = (1..=9).map(|a| amqp.retry_delay(a).as_secs()).collect();
+        assert_eq!(delays, vec![1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(
+            amqp.retry_delays().len(),
+            7,
+            "one delay queue per distinct delay"
+        );
     }
 }

@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::amqp::Consumer;
+use crate::amqp::{Consumer, Relay};
 
 use crate::app::App;
 use crate::config::Config;
@@ -23,6 +23,7 @@ pub struct Application {
     pool: PgPool,
     config: Config,
     consumer: Option<Consumer>,
+    relay: Option<Relay>,
 }
 
 impl Application {
@@ -42,6 +43,15 @@ impl Application {
                 readiness.register("consumer"),
             )
         });
+        let relay = config.amqp.enabled.then(|| {
+            Relay::new(
+                pool.clone(),
+                config.amqp_url.clone(),
+                config.amqp.outbound_exchange.clone(),
+                config.relay.clone(),
+                readiness.register("relay"),
+            )
+        });
         let state = AppState {
             app,
             metrics: telemetry::metrics(),
@@ -56,6 +66,7 @@ impl Application {
             pool,
             config,
             consumer,
+            relay,
         })
     }
 
@@ -77,6 +88,9 @@ impl Application {
         let background = TaskTracker::new();
         if let Some(consumer) = self.consumer {
             background.spawn(consumer.run(shutdown.clone()));
+        }
+        if let Some(relay) = self.relay {
+            background.spawn(relay.run(shutdown.clone()));
         }
         background.close();
 

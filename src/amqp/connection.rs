@@ -13,6 +13,8 @@ pub enum AmqpError {
     ConsumerCancelled,
     #[error("the broker refused (nacked) a published message")]
     Nacked,
+    #[error("the connection to the broker is gone")]
+    Disconnected,
 }
 
 pub async fn connect(url: &str, name: &str) -> lapin::Result<Connection> {

@@ -158,6 +158,21 @@ impl Topology {
     }
 }
 
+/// The exchange the outbox relay publishes to; the relay declares it on its own connection.
+pub async fn declare_outbound(channel: &Channel, exchange: &str) -> lapin::Result<()> {
+    channel
+        .exchange_declare(
+            name(exchange),
+            ExchangeKind::Topic,
+            ExchangeDeclareOptions {
+                durable: true,
+                ..ExchangeDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+}
+
 fn name(value: &str) -> ShortString {
     value.into()
 }

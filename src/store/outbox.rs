@@ -1,6 +1,10 @@
-//! The `outbox` table: events written in the transaction of the change they report.
+//! The `outbox` table: events written in the transaction of the change they report, then claimed,
+//! marked published and pruned by the relay.
 
-use sqlx::PgConnection;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::StoreError;
@@ -28,4 +32,74 @@ pub async fn insert(conn: &mut PgConnection, event: &NewEvent) -> Result<(), Sto
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// The channel the insert trigger notifies on commit.
+pub const NOTIFY_CHANNEL: &str = "order_service_outbox";
+
+/// An event waiting to be published.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PendingEvent {
+    pub id: i64,
+    pub event_id: Uuid,
+    pub event_type: String,
+    pub order_id: Uuid,
+    pub order_version: i64,
+    pub payload: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Takes the relay lease for the rest of the transaction: one batch at a time across all relays,
+/// so events of one order are published in order even with several instances. `false`: another
+/// relay is publishing a batch right now.
+pub async fn try_lease(conn: &mut PgConnection) -> Result<bool, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay'))",
+    )
+    .fetch_one(conn)
+    .await?)
+}
+
+/// The oldest unpublished events, locked for this transaction (rows another transaction holds are
+/// skipped rather than waited for).
+pub async fn claim(conn: &mut PgConnection, limit: u32) -> Result<Vec<PendingEvent>, StoreError> {
+    Ok(sqlx::query_as::<_, PendingEvent>(
+        "SELECT id, event_id, event_type, order_id, order_version, payload, created_at \
+         FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+    )
+    .bind(i64::from(limit))
+    .fetch_all(conn)
+    .await?)
+}
+
+pub async fn mark_published(conn: &mut PgConnection, ids: &[i64]) -> Result<(), StoreError> {
+    sqlx::query("UPDATE outbox SET published_at = now() WHERE id = ANY($1)")
+        .bind(ids)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Events not yet published.
+pub async fn backlog(pool: &PgPool) -> Result<i64, StoreError> {
+    Ok(
+        sqlx::query_scalar("SELECT count(*) FROM outbox WHERE published_at IS NULL")
+            .fetch_one(pool)
+            .await?,
+    )
+}
+
+/// Deletes up to `batch` published rows older than `age`; returns how many went.
+pub async fn prune(pool: &PgPool, age: Duration, batch: i64) -> Result<u64, StoreError> {
+    let age = chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX);
+    let result = sqlx::query(
+        "DELETE FROM outbox WHERE id IN (\
+             SELECT id FROM outbox WHERE published_at < now() - $1::interval \
+             ORDER BY published_at LIMIT $2)",
+    )
+    .bind(age)
+    .bind(batch)
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected())
 }

@@ -15,9 +15,9 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use order_service::amqp::consumer::Settled;
-use order_service::amqp::{Consumer, Topology, connect};
+use order_service::amqp::{Consumer, Relay, Topology, connect};
 use order_service::app::App;
-use order_service::config::AmqpConfig;
+use order_service::config::{AmqpConfig, RelayConfig};
 use order_service::health::{Readiness, Signal};
 use order_service::store;
 
@@ -34,6 +34,7 @@ pub struct Harness {
     connection: Connection,
     consumers: Vec<(CancellationToken, JoinHandle<()>)>,
     settled: Vec<Settled>,
+    extra_queues: Vec<String>,
 }
 
 /// The defaults of DESIGN.md §3 with names unique to one test.
@@ -80,6 +81,7 @@ impl Harness {
             connection,
             consumers: vec![],
             settled: vec![],
+            extra_queues: vec![],
         }
     }
 
@@ -109,6 +111,89 @@ impl Harness {
             (self.settled() >= n).then_some(())
         })
         .await;
+    }
+
+    /// Starts an outbox relay publishing this test's database to its outbound exchange.
+    pub fn spawn_relay(&mut self, amqp_url: &str, config: RelayConfig) -> Signal {
+        let ready = Readiness::default().register("relay");
+        let relay = Relay::new(
+            self.db.pool.clone(),
+            amqp_url.to_owned(),
+            self.topology.outbound_exchange.clone(),
+            config,
+            ready.clone(),
+        );
+        let token = CancellationToken::new();
+        let handle = tokio::spawn(relay.run(token.clone()));
+        self.consumers.push((token, handle));
+        ready
+    }
+
+    /// A queue of this test's, bound to every outbound event; deleted with the topology.
+    pub async fn subscribe(&mut self) -> String {
+        let queue = format!("{}.subscriber", self.topology.inbox);
+        self.channel
+            .queue_declare(
+                queue.as_str().into(),
+                QueueDeclareOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("declare subscriber queue");
+        self.channel
+            .queue_bind(
+                queue.as_str().into(),
+                self.topology.outbound_exchange.as_str().into(),
+                "#".into(),
+                Default::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("bind subscriber queue");
+        self.extra_queues.push(queue.clone());
+        queue
+    }
+
+    /// Takes every message now in `queue`.
+    pub async fn drain(&self, queue: &str) -> Vec<Published> {
+        let mut messages = vec![];
+        while let Some(message) = self
+            .channel
+            .basic_get(queue.into(), BasicGetOptions::default())
+            .await
+            .expect("basic_get")
+        {
+            message
+                .delivery
+                .ack(BasicAckOptions::default())
+                .await
+                .expect("ack");
+            let properties = &message.delivery.properties;
+            messages.push(Published {
+                routing_key: message.delivery.routing_key.to_string(),
+                message_id: properties.message_id().as_ref().map(|m| m.to_string()),
+                content_type: properties.content_type().as_ref().map(|c| c.to_string()),
+                delivery_mode: *properties.delivery_mode(),
+                body: serde_json::from_slice(&message.delivery.data).expect("JSON body"),
+            });
+        }
+        messages
+    }
+
+    /// Collects messages from `queue` until `n` arrived.
+    pub async fn receive(&self, queue: &str, n: usize) -> Vec<Published> {
+        let start = std::time::Instant::now();
+        let mut messages = vec![];
+        while messages.len() < n {
+            assert!(
+                start.elapsed() < WAIT,
+                "received {} of {n} messages",
+                messages.len()
+            );
+            messages.extend(self.drain(queue).await);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        messages
     }
 
     /// Graceful shutdown of every consumer, as on SIGTERM.
@@ -304,6 +389,7 @@ impl Drop for Harness {
             handle.abort();
         }
         let topology = self.topology.clone();
+        let extra_queues = std::mem::take(&mut self.extra_queues);
         let _ = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -313,6 +399,11 @@ impl Drop for Harness {
                 if let Ok(connection) = connect(AMQP_URL, "order-service test cleanup").await
                     && let Ok(channel) = connection.create_channel().await
                 {
+                    for queue in extra_queues {
+                        let _ = channel
+                            .queue_delete(queue.as_str().into(), Default::default())
+                            .await;
+                    }
                     let _ = topology.delete(&channel).await;
                     let _ = connection.close(200, "bye".into()).await;
                 }
@@ -320,6 +411,26 @@ impl Drop for Harness {
         })
         .join();
         let _ = &self.connection;
+    }
+}
+
+/// A message the relay published.
+#[derive(Debug, Clone)]
+pub struct Published {
+    pub routing_key: String,
+    pub message_id: Option<String>,
+    pub content_type: Option<String>,
+    pub delivery_mode: Option<u8>,
+    pub body: Value,
+}
+
+/// Relay settings for tests: a short poll so fallbacks are quick; default retention.
+pub fn relay_config() -> RelayConfig {
+    RelayConfig {
+        batch_size: 256,
+        poll_ms: 200,
+        retention_hours: 168,
+        prune_interval_secs: 3600,
     }
 }
 

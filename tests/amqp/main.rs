@@ -5,3 +5,4 @@ mod common;
 mod consumer;
 mod consumer_faults;
 mod helpers;
+mod relay;

@@ -1,0 +1,274 @@
+//! The outbox relay: publishes committed events to the outbound exchange, in order, and marks
+//! each row published only after the broker confirmed it. At-least-once: a relay that dies
+//! between the confirm and the mark leaves rows another relay publishes again, under the same
+//! `message_id`.
+//!
+//! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
+//! which keeps each order's events in version order. A relay wakes on the insert trigger's NOTIFY
+//! and polls slowly as a fallback; it prunes old published rows itself.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+use lapin::types::ShortString;
+use lapin::{BasicProperties, Channel, Event};
+use sqlx::PgPool;
+use sqlx::postgres::PgListener;
+use tokio_util::sync::CancellationToken;
+
+use super::connection::{AmqpError, Backoff, connect};
+use crate::config::RelayConfig;
+use crate::health::Signal;
+use crate::store::StoreError;
+use crate::store::outbox::{self, NOTIFY_CHANNEL, PendingEvent};
+
+/// Rows deleted per pruning statement, to keep each delete short.
+const PRUNE_BATCH: i64 = 1_000;
+
+pub struct Relay {
+    pool: PgPool,
+    url: String,
+    exchange: String,
+    config: RelayConfig,
+    ready: Signal,
+}
+
+/// Why a batch stopped.
+#[derive(Debug, thiserror::Error)]
+enum BatchError {
+    #[error(transparent)]
+    Broker(#[from] AmqpError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<lapin::Error> for BatchError {
+    fn from(error: lapin::Error) -> Self {
+        BatchError::Broker(error.into())
+    }
+}
+
+impl From<sqlx::Error> for BatchError {
+    fn from(error: sqlx::Error) -> Self {
+        BatchError::Store(error.into())
+    }
+}
+
+impl Relay {
+    pub fn new(
+        pool: PgPool,
+        url: String,
+        exchange: String,
+        config: RelayConfig,
+        ready: Signal,
+    ) -> Self {
+        Self {
+            pool,
+            url,
+            exchange,
+            config,
+            ready,
+        }
+    }
+
+    /// Publishes until `shutdown`, reconnecting to the broker with backoff after failures.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(30));
+        while !shutdown.is_cancelled() {
+            match self.session(&shutdown, &mut backoff).await {
+                Ok(()) => break,
+                Err(error) => {
+                    self.ready.set(false);
+                    metrics::counter!("outbox_relay_failures_total").increment(1);
+                    let delay = backoff.next_delay();
+                    tracing::warn!(%error, retry_in = ?delay, "outbox relay disconnected from the broker");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = shutdown.cancelled() => break,
+                    }
+                }
+            }
+        }
+        self.ready.set(false);
+        tracing::info!("outbox relay stopped");
+    }
+
+    async fn session(
+        &self,
+        shutdown: &CancellationToken,
+        backoff: &mut Backoff,
+    ) -> Result<(), AmqpError> {
+        let connection = connect(&self.url, "order-service outbox relay").await?;
+        let channel = connection.create_channel().await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        super::topology::declare_outbound(&channel, &self.exchange).await?;
+        self.ready.set(true);
+        backoff.reset();
+        tracing::info!(exchange = %self.exchange, "outbox relay publishing");
+
+        // The relay is idle most of the time: watch the connection so an outage lowers readiness
+        // at once rather than at the next publish.
+        let mut broker_events = connection.events_listener();
+        let mut listener = self.listen().await;
+        let mut db_backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+        let mut next_prune = Instant::now();
+        let result = loop {
+            if shutdown.is_cancelled() {
+                break Ok(());
+            }
+            if !channel.status().connected() {
+                break Err(AmqpError::Disconnected);
+            }
+            let wait = match self.publish_batch(&channel).await {
+                // A full batch: more are probably waiting.
+                Ok(published) if published >= self.config.batch_size as usize => continue,
+                Ok(_) => {
+                    db_backoff.reset();
+                    self.housekeeping(&mut next_prune).await;
+                    self.config.poll_interval()
+                }
+                Err(BatchError::Broker(error)) => break Err(error),
+                Err(BatchError::Store(error)) => {
+                    metrics::counter!("outbox_relay_failures_total").increment(1);
+                    let delay = db_backoff.next_delay();
+                    tracing::warn!(%error, retry_in = ?delay, "outbox relay cannot reach postgres");
+                    listener = None;
+                    delay
+                }
+            };
+            if listener.is_none() {
+                listener = self.listen().await;
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => break Ok(()),
+                () = tokio::time::sleep(wait) => {}
+                woke = notified(&mut listener) => if !woke { listener = None },
+                event = broker_events.next() => match event {
+                    Some(Event::Error(error)) => break Err(error.into()),
+                    None => break Err(AmqpError::Disconnected),
+                    Some(_) => {}
+                },
+            }
+        };
+        self.ready.set(false);
+        let _ = connection.close(200, "bye".into()).await;
+        result
+    }
+
+    async fn listen(&self) -> Option<PgListener> {
+        let mut listener = PgListener::connect_with(&self.pool).await.ok()?;
+        listener.listen(NOTIFY_CHANNEL).await.ok()?;
+        Some(listener)
+    }
+
+    /// Publishes the oldest unpublished events; returns how many were confirmed and marked.
+    /// Stops at the first event the broker does not confirm, so nothing after it is marked out of
+    /// order; the rest go again in the next batch.
+    async fn publish_batch(&self, channel: &Channel) -> Result<usize, BatchError> {
+        let mut tx = self.pool.begin().await?;
+        if !outbox::try_lease(&mut tx).await? {
+            return Ok(0);
+        }
+        let events = outbox::claim(&mut tx, self.config.batch_size).await?;
+        if events.is_empty() {
+            return Ok(0);
+        }
+        let mut pending = Vec::with_capacity(events.len());
+        for event in &events {
+            pending.push(publish(channel, &self.exchange, event).await?);
+        }
+        let mut confirmed = Vec::with_capacity(events.len());
+        let mut failure = None;
+        for (event, confirm) in events.iter().zip(pending) {
+            match confirm.await {
+                Ok(confirmation) if confirmation.is_ack() => {
+                    confirmed.push(event.id);
+                    let latency = (chrono::Utc::now() - event.created_at)
+                        .to_std()
+                        .unwrap_or_default();
+                    metrics::histogram!("outbox_publish_latency_seconds")
+                        .record(latency.as_secs_f64());
+                }
+                Ok(_) => {
+                    failure = Some(AmqpError::Nacked);
+                    break;
+                }
+                Err(error) => {
+                    failure = Some(error.into());
+                    break;
+                }
+            }
+        }
+        outbox::mark_published(&mut tx, &confirmed).await?;
+        tx.commit().await?;
+        metrics::counter!("outbox_published_total").increment(confirmed.len() as u64);
+        match failure {
+            Some(error) => Err(error.into()),
+            None => Ok(confirmed.len()),
+        }
+    }
+
+    /// Between batches: refresh the backlog gauge; prune when due.
+    async fn housekeeping(&self, next_prune: &mut Instant) {
+        if let Ok(backlog) = outbox::backlog(&self.pool).await {
+            metrics::gauge!("outbox_backlog").set(backlog as f64);
+        }
+        if Instant::now() < *next_prune {
+            return;
+        }
+        *next_prune = Instant::now() + self.config.prune_interval();
+        match prune(&self.pool, self.config.retention()).await {
+            Ok(0) => {}
+            Ok(pruned) => tracing::info!(pruned, "pruned published outbox rows"),
+            Err(error) => tracing::warn!(%error, "could not prune the outbox"),
+        }
+    }
+}
+
+/// Deletes published rows older than `retention`, in small batches; returns how many went.
+pub async fn prune(pool: &PgPool, retention: Duration) -> Result<u64, StoreError> {
+    let mut total = 0;
+    loop {
+        let pruned = outbox::prune(pool, retention, PRUNE_BATCH).await?;
+        total += pruned;
+        if pruned < PRUNE_BATCH as u64 {
+            return Ok(total);
+        }
+    }
+}
+
+async fn publish(
+    channel: &Channel,
+    exchange: &str,
+    event: &PendingEvent,
+) -> lapin::Result<lapin::PublisherConfirm> {
+    let body = serde_json::to_vec(&event.payload).unwrap_or_default();
+    let properties = BasicProperties::default()
+        .with_message_id(event.event_id.to_string().into())
+        .with_content_type("application/json".into())
+        .with_type(event.event_type.as_str().into())
+        .with_app_id("order-service".into())
+        .with_timestamp(u64::try_from(event.created_at.timestamp()).unwrap_or(0))
+        .with_delivery_mode(2);
+    channel
+        .basic_publish(
+            ShortString::from(exchange),
+            ShortString::from(event.event_type.as_str()),
+            BasicPublishOptions::default(),
+            &body,
+            properties,
+        )
+        .await
+}
+
+/// Waits for a NOTIFY; without a listener, never returns (the poll timer wakes the relay).
+/// `false` when the listener broke.
+async fn notified(listener: &mut Option<PgListener>) -> bool {
+    match listener {
+        Some(listener) => listener.recv().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,307 @@
+//! The outbox relay: every committed change is published exactly as committed, at least once,
+//! in version order per order; nothing is published for a change that rolled back.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use order_service::amqp::relay::prune;
+use order_service::app::App;
+use order_service::domain::{
+    AmountMinor, BoundedText, Cause, Currency, CustomerId, EventId, EventType, Money, NewOrder,
+    OrderId, Payment, Shipment, TransferId,
+};
+use order_service::store::outbox::{self, NewEvent};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::common::eventually;
+use crate::common::proxy::Proxy;
+use crate::helpers::{Harness, WAIT, relay_config};
+
+fn cause(id: &str) -> Cause {
+    Cause::Amqp {
+        event_id: EventId::parse(id).unwrap(),
+    }
+}
+
+fn eur(minor: i64) -> Money {
+    Money::new(
+        AmountMinor::parse(minor).unwrap(),
+        Currency::parse("EUR").unwrap(),
+    )
+}
+
+async fn place(app: &App, amount: i64) -> OrderId {
+    let id = OrderId::generate();
+    app.place(
+        NewOrder {
+            id,
+            customer_id: CustomerId::parse("c-1").unwrap(),
+            amount: eur(amount),
+        },
+        &cause("place"),
+    )
+    .await
+    .unwrap();
+    id
+}
+
+async fn pay(app: &App, order: OrderId, amount: i64) {
+    app.record_payment(
+        Payment {
+            transfer_id: TransferId::parse(&Uuid::new_v4().to_string()).unwrap(),
+            order_id: order,
+            money: eur(amount),
+        },
+        &cause("pay"),
+    )
+    .await
+    .unwrap();
+}
+
+async fn ship(app: &App, order: OrderId) {
+    app.ship(
+        order,
+        &Shipment::parse("DHL", "T-1").unwrap(),
+        None,
+        &cause("ship"),
+    )
+    .await
+    .unwrap();
+}
+
+async fn cancel(app: &App, order: OrderId) {
+    let reason = BoundedText::parse("reason", "changed my mind", 500).unwrap();
+    app.cancel(order, &reason, None, &cause("cancel"))
+        .await
+        .unwrap();
+}
+
+async fn unpublished(h: &Harness) -> i64 {
+    outbox::backlog(&h.db.pool).await.unwrap()
+}
+
+#[tokio::test]
+async fn each_change_is_published_once_with_the_documented_envelope() {
+    let mut h = Harness::start().await;
+    let queue = h.subscribe().await;
+    let shipped = place(&h.app, 1000).await;
+    pay(&h.app, shipped, 400).await; // partial: no event
+    pay(&h.app, shipped, 700).await; // completes and overpays: paid + refund_required
+    ship(&h.app, shipped).await;
+    let cancelled = place(&h.app, 500).await;
+    pay(&h.app, cancelled, 100).await;
+    cancel(&h.app, cancelled).await; // cancelled + refund_required
+    h.spawn_relay(crate::common::AMQP_URL, relay_config());
+
+    let messages = h.receive(&queue, 7).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(h.drain(&queue).await.is_empty(), "no message twice");
+
+    let of = |order: OrderId| -> Vec<&str> {
+        messages
+            .iter()
+            .filter(|m| m.body["data"]["id"] == json!(order.as_uuid()))
+            .map(|m| m.routing_key.as_str())
+            .collect()
+    };
+    assert_eq!(
+        of(shipped),
+        [
+            "order.created",
+            "order.paid",
+            "order.refund_required",
+            "order.shipped"
+        ]
+    );
+    assert_eq!(
+        of(cancelled),
+        ["order.created", "order.cancelled", "order.refund_required"]
+    );
+    for message in &messages {
+        let body = &message.body;
+        assert_eq!(body["type"], message.routing_key.as_str());
+        assert_eq!(body["event_id"].as_str(), message.message_id.as_deref());
+        assert!(body["occurred_at"].is_string());
+        assert!(body["data"]["status"].is_string() && body["data"]["version"].is_i64());
+        assert_eq!(message.content_type.as_deref(), Some("application/json"));
+        assert_eq!(message.delivery_mode, Some(2), "persistent");
+    }
+    let paid = messages
+        .iter()
+        .find(|m| m.routing_key == "order.paid")
+        .unwrap();
+    assert_eq!(paid.body["data"]["status"], "PAID");
+    assert_eq!(paid.body["data"]["paid_minor"], 1100);
+    assert_eq!(paid.body["data"]["refund_required"], true);
+    assert_eq!(unpublished(&h).await, 0);
+}
+
+#[tokio::test]
+async fn a_transaction_that_rolls_back_publishes_nothing() {
+    let mut h = Harness::start().await;
+    let queue = h.subscribe().await;
+    let committed = place(&h.app, 1000).await;
+    let mut tx = h.db.pool.begin().await.unwrap();
+    outbox::insert(
+        &mut tx,
+        &NewEvent {
+            event_id: Uuid::new_v4(),
+            event_type: EventType::OrderPaid,
+            order_id: committed,
+            order_version: 2,
+            payload: json!({"type": "order.paid", "rolled_back": true}),
+        },
+    )
+    .await
+    .unwrap();
+    tx.rollback().await.unwrap();
+    h.spawn_relay(crate::common::AMQP_URL, relay_config());
+
+    let messages = h.receive(&queue, 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(h.drain(&queue).await.is_empty());
+    assert_eq!(messages[0].routing_key, "order.created");
+    assert_eq!(h.db.count("outbox").await, 1);
+}
+
+#[tokio::test]
+async fn while_the_broker_is_unreachable_events_wait_and_are_all_published_after() {
+    let mut h = Harness::start().await;
+    let queue = h.subscribe().await;
+    let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5672))).await;
+    let ready = h.spawn_relay(
+        &format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port),
+        relay_config(),
+    );
+    eventually("the relay to connect", WAIT, || async {
+        ready.is_ready().then_some(())
+    })
+    .await;
+
+    proxy.sever();
+    eventually("readiness to drop", WAIT, || async {
+        (!ready.is_ready()).then_some(())
+    })
+    .await;
+    let mut orders = vec![];
+    for _ in 0..10 {
+        orders.push(place(&h.app, 1000).await);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(unpublished(&h).await, 10, "rows wait in the outbox");
+    assert!(h.drain(&queue).await.is_empty());
+
+    proxy.restore();
+    let messages = h.receive(&queue, 10).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(h.drain(&queue).await.is_empty(), "none twice");
+    let ids: HashSet<_> = messages.iter().map(|m| m.message_id.clone()).collect();
+    assert_eq!(ids.len(), 10);
+    eventually("every row to be marked", WAIT, || async {
+        (unpublished(&h).await == 0).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn two_relays_publish_a_thousand_events_in_order_per_order() {
+    let mut h = Harness::start().await;
+    let queue = h.subscribe().await;
+    h.spawn_relay(crate::common::AMQP_URL, relay_config());
+    h.spawn_relay(crate::common::AMQP_URL, relay_config());
+
+    // 250 orders: created, paid, shipped (750 events); 125 orders: created, cancelled (250).
+    let app = h.app.clone();
+    let mut writers = vec![];
+    for _ in 0..25 {
+        let app = app.clone();
+        writers.push(tokio::spawn(async move {
+            for _ in 0..10 {
+                let order = place(&app, 100).await;
+                pay(&app, order, 100).await;
+                ship(&app, order).await;
+            }
+            for _ in 0..5 {
+                let order = place(&app, 100).await;
+                cancel(&app, order).await;
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+
+    let messages = h.receive(&queue, 1000).await;
+    eventually("every row to be marked", WAIT, || async {
+        (unpublished(&h).await == 0).then_some(())
+    })
+    .await;
+    let extra = h.drain(&queue).await;
+    let all: Vec<_> = messages.into_iter().chain(extra).collect();
+
+    let mut bodies_by_id: HashMap<String, String> = HashMap::new();
+    let mut last_version: HashMap<String, i64> = HashMap::new();
+    for message in &all {
+        let id = message.message_id.clone().expect("message_id");
+        let body = message.body.to_string();
+        // A duplicate, if any, is the same event under the same id.
+        assert_eq!(
+            bodies_by_id.entry(id).or_insert_with(|| body.clone()),
+            &body
+        );
+        let order = message.body["data"]["id"].as_str().unwrap().to_owned();
+        let version = message.body["data"]["version"].as_i64().unwrap();
+        let last = last_version.entry(order).or_insert(0);
+        assert!(
+            version >= *last,
+            "an order's events arrived out of version order"
+        );
+        *last = version;
+    }
+    assert_eq!(bodies_by_id.len(), 1000, "every event published");
+}
+
+#[tokio::test]
+async fn pruning_removes_only_published_rows_older_than_the_retention() {
+    let h = Harness::start().await;
+    for _ in 0..4 {
+        place(&h.app, 100).await;
+    }
+    // Row ages: published 8 days ago, published 6 days ago, unpublished 8 days old, fresh.
+    sqlx::query(
+        "UPDATE outbox SET created_at = now() - interval '8 days', \
+             published_at = now() - interval '8 days' WHERE id = (SELECT min(id) FROM outbox)",
+    )
+    .execute(&h.db.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE outbox SET published_at = now() - interval '6 days' \
+         WHERE id = (SELECT min(id) + 1 FROM outbox)",
+    )
+    .execute(&h.db.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE outbox SET created_at = now() - interval '8 days' \
+         WHERE id = (SELECT min(id) + 2 FROM outbox)",
+    )
+    .execute(&h.db.pool)
+    .await
+    .unwrap();
+
+    let pruned = prune(&h.db.pool, relay_config().retention()).await.unwrap();
+
+    assert_eq!(pruned, 1);
+    let left: Vec<bool> = sqlx::query_scalar("SELECT published_at IS NULL FROM outbox ORDER BY id")
+        .fetch_all(&h.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        left,
+        [false, true, true],
+        "the recent published row and both unpublished stay"
+    );
+}
