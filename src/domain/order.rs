@@ -181,7 +181,9 @@ impl Order {
         } else {
             TransitionKind::PaymentRecorded
         };
-        if needs_refund {
+        // The event reports the flag turning on, once per order: how many payments it takes to
+        // get there depends on their arrival order, and the events must not (DESIGN.md §4.5).
+        if needs_refund && !self.refund_required {
             events.push(EventType::OrderRefundRequired);
         }
         let next = Order {
@@ -222,7 +224,7 @@ impl Order {
             Ok(to) => {
                 let needs_refund = self.paid_minor > 0;
                 let mut events = vec![EventType::OrderCancelled];
-                if needs_refund {
+                if needs_refund && !self.refund_required {
                     events.push(EventType::OrderRefundRequired);
                 }
                 Ok(Decision::Apply(Box::new(self.changed(
@@ -342,6 +344,44 @@ mod tests {
             assert_eq!(change.next.paid_minor, paid + 10);
             assert!(change.next.refund_required);
             assert_eq!(change.events, vec![EventType::OrderRefundRequired]);
+        }
+    }
+
+    #[test]
+    fn refund_required_is_announced_once_when_the_flag_turns_on() {
+        let first = order(Cancelled, 100, 0)
+            .record_payment(&money(10, "EUR"))
+            .unwrap();
+        assert_eq!(first.events, vec![EventType::OrderRefundRequired]);
+        let second = first.next.record_payment(&money(10, "EUR")).unwrap();
+        assert!(second.next.refund_required);
+        assert_eq!(second.next.paid_minor, 20);
+        assert!(second.events.is_empty(), "the flag was already on");
+    }
+
+    #[test]
+    fn the_events_of_concurrent_payments_do_not_depend_on_their_arrival_order() {
+        let start = order(PendingPayment, 100, 0);
+        let payments = [money(100, "EUR"), money(30, "EUR"), money(20, "EUR")];
+        let events_in = |sequence: [usize; 3]| {
+            let mut current = start.clone();
+            let mut events = vec![];
+            for i in sequence {
+                let change = current.record_payment(&payments[i]).unwrap();
+                events.extend(change.events);
+                current = change.next;
+            }
+            events.sort_by_key(|e| e.to_string());
+            (
+                events,
+                current.paid_minor,
+                current.status,
+                current.refund_required,
+            )
+        };
+        let expected = events_in([0, 1, 2]);
+        for sequence in [[0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
+            assert_eq!(events_in(sequence), expected, "{sequence:?}");
         }
     }
 
