@@ -1,6 +1,11 @@
 //! The REST API suite: every endpoint, idempotency, races and bad input, against a real Postgres.
 
+mod bad_input;
 mod helpers;
+mod idempotency;
+mod lifecycle;
 mod openapi;
 mod ops;
 mod orders;
+mod payments;
+mod races;
