@@ -52,8 +52,10 @@ pub async fn prepare_database(options: &PgConnectOptions) -> Result<(), StoreErr
             .await
         {
             Ok(_) => {}
-            // Another instance created it in the meantime.
-            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P04") => {}
+            // Another instance created it in the meantime (42P04 if it had committed, or a
+            // unique violation on the catalog if both raced).
+            Err(sqlx::Error::Database(e))
+                if matches!(e.code().as_deref(), Some("42P04" | "23505")) => {}
             Err(e) => return Err(e.into()),
         }
     }

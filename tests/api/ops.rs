@@ -86,3 +86,26 @@ async fn metrics_count_requests_by_route_and_status() {
     );
     assert!(metrics.text.contains("order_changes_total"));
 }
+
+#[tokio::test]
+async fn instances_starting_at_once_create_and_migrate_the_database_once() {
+    // Found by the chaos checker: three instances racing on CREATE DATABASE made two fail.
+    let name = format!("order_service_test_{}", uuid::Uuid::new_v4().simple());
+    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+    let options = store::connect_options(&url, store::DEFAULT_LOCK_TIMEOUT).unwrap();
+
+    let results =
+        futures::future::join_all((0..4).map(|_| store::prepare_database(&options))).await;
+
+    let admin = sqlx::PgPool::connect(crate::helpers::ADMIN_URL)
+        .await
+        .unwrap();
+    let drop = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+    sqlx::query(sqlx::AssertSqlSafe(drop))
+        .execute(&admin)
+        .await
+        .unwrap();
+    for result in results {
+        assert!(result.is_ok(), "{result:?}");
+    }
+}
