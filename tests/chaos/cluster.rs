@@ -77,7 +77,9 @@ impl Cluster {
         let captured = Arc::new(Mutex::new(vec![]));
         subscribe(&connection, &topology, captured.clone()).await;
 
-        let service_bin = PathBuf::from(env!("CARGO_BIN_EXE_order-service"));
+        let service_bin = std::env::var_os("CHAOS_SERVICE_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_order-service")));
         let mut cluster = Self {
             pg,
             config,

@@ -6,7 +6,8 @@
 //! Knobs: `CHAOS_SEED` (first seed; default: fixed seeds 1–8 plus four random ones, printed),
 //! `CHAOS_SCHEDULES` (default 12), `CHAOS_ORDERS` per schedule (default 6), `CHAOS_INSTANCES`
 //! (default 3), `CHAOS_PARALLEL` schedules at once (default 3), `CHAOS_FAULTS`
-//! (`kill,amqp,postgres` by default, `none` to disable). A long run:
+//! (`kill,amqp,postgres` by default, `none` to disable), `CHAOS_SERVICE_BIN` (default: the
+//! binary cargo built with the test). A long run:
 //! `CHAOS_SEED=1000 CHAOS_SCHEDULES=1000 cargo test --release --test chaos -- --nocapture`.
 
 #[path = "../common/mod.rs"]
