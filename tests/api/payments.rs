@@ -204,6 +204,30 @@ async fn a_payment_on_a_cancelled_order_is_recorded_and_requires_a_refund() {
 }
 
 #[tokio::test]
+async fn more_money_on_an_order_already_owing_a_refund_is_recorded_without_a_second_event() {
+    let app = TestApp::spawn().await;
+    let order = app.placed_order(1000).await;
+    app.cancelled(order, "changed my mind").await;
+    app.paid_with(order, "tr-late-1", 300).await;
+
+    let response = app.paid_with(order, "tr-late-2", 200).await;
+
+    assert!(!response.is_replay());
+    assert_eq!(response.body["order"]["refund_required"], true);
+    let row = app.row(order).await;
+    assert_eq!(
+        (row.status.as_str(), row.version, row.paid_minor),
+        ("CANCELLED", 4, 500)
+    );
+    assert_eq!(app.ledger(order).await.len(), 2);
+    app.checked_history(order).await;
+    assert_eq!(
+        app.outbox_types(order).await,
+        vec!["order.created", "order.cancelled", "order.refund_required"]
+    );
+}
+
+#[tokio::test]
 async fn an_overpayment_pays_the_order_and_requires_a_refund() {
     let app = TestApp::spawn().await;
     let order = app.placed_order(1000).await;
