@@ -21,7 +21,7 @@ use order_service::config::{AmqpConfig, RelayConfig};
 use order_service::health::{Readiness, Signal};
 use order_service::store;
 
-use crate::common::{AMQP_URL, TestDb, eventually};
+use crate::common::{AMQP_URL, TestDb, amqp_config, block_on_detached, eventually};
 
 pub const WAIT: Duration = Duration::from_secs(30);
 
@@ -39,19 +39,7 @@ pub struct Harness {
 
 /// The defaults of DESIGN.md §3 with names unique to one test.
 pub fn test_config() -> AmqpConfig {
-    let prefix = format!("test-{}", Uuid::new_v4().simple());
-    AmqpConfig {
-        enabled: true,
-        inbound_exchange: format!("{prefix}.commerce.events"),
-        inbox_queue: format!("{prefix}.inbox"),
-        dead_letter_exchange: format!("{prefix}.dlx"),
-        dead_letter_queue: format!("{prefix}.dead-letter"),
-        outbound_exchange: format!("{prefix}.order-events"),
-        prefetch: 64,
-        max_attempts: 10,
-        retry_base_ms: 1_000,
-        retry_max_ms: 60_000,
-    }
+    amqp_config(&format!("test-{}", Uuid::new_v4().simple()))
 }
 
 impl Harness {
@@ -390,26 +378,19 @@ impl Drop for Harness {
         }
         let topology = self.topology.clone();
         let extra_queues = std::mem::take(&mut self.extra_queues);
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async move {
-                if let Ok(connection) = connect(AMQP_URL, "order-service test cleanup").await
-                    && let Ok(channel) = connection.create_channel().await
-                {
-                    for queue in extra_queues {
-                        let _ = channel
-                            .queue_delete(queue.as_str().into(), Default::default())
-                            .await;
-                    }
-                    let _ = topology.delete(&channel).await;
-                    let _ = connection.close(200, "bye".into()).await;
+        block_on_detached(async move {
+            if let Ok(connection) = connect(AMQP_URL, "order-service test cleanup").await
+                && let Ok(channel) = connection.create_channel().await
+            {
+                for queue in extra_queues {
+                    let _ = channel
+                        .queue_delete(queue.as_str().into(), Default::default())
+                        .await;
                 }
-            });
-        })
-        .join();
+                let _ = topology.delete(&channel).await;
+                let _ = connection.close(200, "bye".into()).await;
+            }
+        });
         let _ = &self.connection;
     }
 }

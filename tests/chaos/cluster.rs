@@ -19,7 +19,7 @@ use order_service::config::AmqpConfig;
 use tokio::process::{Child, Command};
 
 use crate::common::proxy::Proxy;
-use crate::common::{AMQP_URL, eventually};
+use crate::common::{AMQP_URL, amqp_config, eventually};
 use crate::http;
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
@@ -54,18 +54,7 @@ impl Cluster {
     pub async fn start(instances: usize) -> Self {
         let pg = PrivatePostgres::start().await;
         let prefix = format!("chaos-{}", uuid::Uuid::new_v4().simple());
-        let config = AmqpConfig {
-            enabled: true,
-            inbound_exchange: format!("{prefix}.commerce.events"),
-            inbox_queue: format!("{prefix}.inbox"),
-            dead_letter_exchange: format!("{prefix}.dlx"),
-            dead_letter_queue: format!("{prefix}.dead-letter"),
-            outbound_exchange: format!("{prefix}.order-events"),
-            prefetch: 64,
-            max_attempts: 10,
-            retry_base_ms: 1_000,
-            retry_max_ms: 60_000,
-        };
+        let config = amqp_config(&prefix);
         let topology = Topology::from_config(&config);
         let connection = connect(AMQP_URL, "chaos checker").await.expect("broker");
         let channel = connection.create_channel().await.expect("channel");

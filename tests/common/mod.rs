@@ -8,6 +8,7 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, Executor, PgConnection, PgPool};
 use uuid::Uuid;
 
+use order_service::config::AmqpConfig;
 use order_service::store;
 
 pub mod proxy;
@@ -49,20 +50,43 @@ impl Drop for TestDb {
     /// which this blocks, so it is not awaited: `WITH (FORCE)` ends its connections server-side.
     fn drop(&mut self) {
         let name = self.name.clone();
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async move {
-                let options: PgConnectOptions = ADMIN_URL.parse().expect("admin url");
-                if let Ok(mut admin) = PgConnection::connect_with(&options).await {
-                    let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
-                    let _ = admin.execute(sqlx::AssertSqlSafe(sql)).await;
-                }
-            });
-        })
-        .join();
+        block_on_detached(async move {
+            let options: PgConnectOptions = ADMIN_URL.parse().expect("admin url");
+            if let Ok(mut admin) = PgConnection::connect_with(&options).await {
+                let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+                let _ = admin.execute(sqlx::AssertSqlSafe(sql)).await;
+            }
+        });
+    }
+}
+
+/// Runs `work` to completion on a runtime of its own, in a thread of its own: for cleanup in
+/// `Drop`, which may run inside (and block) the test's runtime.
+pub fn block_on_detached(work: impl Future<Output = ()> + Send + 'static) {
+    let _ = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(work);
+    })
+    .join();
+}
+
+/// The AMQP settings of DESIGN.md §3 with every name under `prefix`, so that a test (or a chaos
+/// run) owns its exchanges and queues.
+pub fn amqp_config(prefix: &str) -> AmqpConfig {
+    AmqpConfig {
+        enabled: true,
+        inbound_exchange: format!("{prefix}.commerce.events"),
+        inbox_queue: format!("{prefix}.inbox"),
+        dead_letter_exchange: format!("{prefix}.dlx"),
+        dead_letter_queue: format!("{prefix}.dead-letter"),
+        outbound_exchange: format!("{prefix}.order-events"),
+        prefetch: 64,
+        max_attempts: 10,
+        retry_base_ms: 1_000,
+        retry_max_ms: 60_000,
     }
 }
 
