@@ -32,6 +32,8 @@ use crate::health::Signal;
 pub const ATTEMPT_HEADER: &str = "x-attempt";
 /// Header carrying why a message was dead-lettered (or last retried).
 pub const REASON_HEADER: &str = "x-error-reason";
+/// The largest message body parsed unless configured otherwise (`AMQP_MAX_MESSAGE_BYTES`).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024;
 
 pub struct Consumer {
     app: App,
@@ -40,20 +42,32 @@ pub struct Consumer {
     topology: Arc<Topology>,
     ready: Signal,
     settled: Settled,
+    max_message_bytes: usize,
 }
 
 /// How many deliveries this consumer has settled (acknowledged after applying, retrying or
-/// dead-lettering). Lets tests and benchmarks know when a batch is through.
+/// dead-lettering), and how many of those went to the retry path and will come back. Lets tests
+/// and benchmarks know when a batch is through: `settled == published + retried`.
 #[derive(Clone, Default, Debug)]
-pub struct Settled(Arc<AtomicU64>);
+pub struct Settled {
+    settled: Arc<AtomicU64>,
+    retried: Arc<AtomicU64>,
+}
 
 impl Settled {
     pub fn count(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.settled.load(Ordering::Relaxed)
     }
 
-    fn increment(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
+    pub fn retried(&self) -> u64 {
+        self.retried.load(Ordering::Relaxed)
+    }
+
+    fn record(&self, outcome: &str) {
+        if outcome == "retried" {
+            self.retried.fetch_add(1, Ordering::Relaxed);
+        }
+        self.settled.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -66,7 +80,14 @@ impl Consumer {
             config: Arc::new(config),
             ready,
             settled: Settled::default(),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
+    }
+
+    /// Larger messages are dead-lettered without being parsed.
+    pub fn with_max_message_bytes(mut self, max_message_bytes: usize) -> Self {
+        self.max_message_bytes = max_message_bytes;
+        self
     }
 
     pub fn settled(&self) -> Settled {
@@ -133,6 +154,7 @@ impl Consumer {
             topology: self.topology.clone(),
             session: session.clone(),
             settled: self.settled.clone(),
+            max_message_bytes: self.max_message_bytes,
         });
         let in_flight = TaskTracker::new();
         let ended = loop {
@@ -173,13 +195,14 @@ struct Worker {
     topology: Arc<Topology>,
     session: CancellationToken,
     settled: Settled,
+    max_message_bytes: usize,
 }
 
 impl Worker {
     async fn handle(&self, delivery: Delivery) {
         let started = Instant::now();
         let attempt = attempt_of(&delivery.properties);
-        let parsed = envelope::parse(&delivery.data);
+        let parsed = envelope::parse_bounded(&delivery.data, self.max_message_bytes);
         let (event_id, event_type, order_id) = match &parsed {
             Ok(e) => (
                 e.event_id.to_string(),
@@ -209,7 +232,7 @@ impl Worker {
             };
             let outcome = match self.settle(&delivery, attempt, disposition).await {
                 Ok(outcome) => {
-                    self.settled.increment();
+                    self.settled.record(outcome);
                     outcome
                 }
                 Err(error) => {

@@ -74,7 +74,7 @@ async fn the_same_message_published_ten_times_has_one_effect() {
     }
     h.spawn_consumer();
 
-    h.wait_for_settled(11).await;
+    h.wait_until_drained(11).await;
     h.stop_consumers().await;
 
     assert_eq!(h.db.count("transfers").await, 1);
@@ -104,7 +104,7 @@ async fn one_transfer_under_two_event_ids_is_recorded_once() {
 
     h.pay("first-delivery", order, "t-1", 1000).await;
     h.pay("provider-resent-it", order, "t-1", 1000).await;
-    h.wait_for_settled(3).await;
+    h.wait_until_drained(3).await;
     h.stop_consumers().await;
 
     assert_eq!(h.db.count("transfers").await, 1);
@@ -223,6 +223,38 @@ async fn poison_is_dead_lettered_with_its_reason_and_the_queue_keeps_flowing() {
 }
 
 #[tokio::test]
+async fn a_message_over_the_size_limit_is_dead_lettered_unread_with_its_size() {
+    let mut h = Harness::start().await;
+    h.spawn_consumer();
+    let oversize = Uuid::new_v4();
+    let order = Uuid::new_v4();
+    // A valid envelope padded with insignificant whitespace: only its size is wrong.
+    let mut body = crate::helpers::envelope(
+        "e-big",
+        "order.placed",
+        json!({"order_id": oversize, "customer_id": "c", "amount_minor": 5, "currency": "EUR"}),
+    )
+    .to_string()
+    .into_bytes();
+    body.resize(64 * 1024 + 1, b' ');
+
+    h.publish_raw("order.placed", &body, Default::default())
+        .await;
+    h.place("e-good", order, 1000).await;
+
+    h.wait_for_status(order, "PENDING_PAYMENT").await;
+    let letters = h.wait_for_dead_letters(1).await;
+    assert!(
+        letters[0].reason.contains("65537 bytes") && letters[0].reason.contains("65536"),
+        "{}",
+        letters[0].reason
+    );
+    assert_eq!(letters[0].body, body, "the original travels untouched");
+    assert_eq!(h.order_state(oversize).await, None);
+    assert_eq!(h.db.count("orders").await, 1);
+}
+
+#[tokio::test]
 async fn terminal_conflicts_are_dead_lettered_with_their_reason() {
     let mut h = Harness::start().await;
     h.spawn_consumer();
@@ -306,7 +338,7 @@ async fn a_rest_payment_and_an_amqp_payment_of_one_transfer_make_one_ledger_row(
     let response = router.oneshot(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
     h.pay("amqp-copy", order, "t-shared", 1000).await;
-    h.wait_for_settled(2).await;
+    h.wait_until_drained(2).await;
     h.stop_consumers().await;
 
     let sources: Vec<String> = sqlx::query_scalar("SELECT source FROM transfers")

@@ -36,7 +36,7 @@ async fn copies_delivered_to_two_instances_concurrently_keep_every_invariant() {
     h.spawn_consumer();
 
     // Every copy settles (some after a trip through the retry path).
-    h.wait_for_settled(240).await;
+    h.wait_until_drained(240).await;
     for order in &orders {
         h.wait_for_status(*order, "SHIPPED").await;
     }
@@ -121,7 +121,7 @@ async fn a_crash_after_commit_but_before_ack_redelivers_without_a_second_effect(
 
     // Another instance gets the redelivery.
     h.spawn_consumer();
-    h.wait_for_settled(1).await;
+    h.wait_until_drained(1).await;
     h.stop_consumers().await;
 
     assert_eq!(

@@ -93,10 +93,12 @@ impl Harness {
         self.settled.iter().map(Settled::count).sum()
     }
 
-    /// Waits until the consumers have settled at least `n` deliveries in all.
-    pub async fn wait_for_settled(&self, n: u64) {
-        eventually(&format!("{n} settled deliveries"), WAIT, || async {
-            (self.settled() >= n).then_some(())
+    /// Waits until all `published` messages went through, including every trip through the
+    /// retry path (each retry is one more delivery to settle).
+    pub async fn wait_until_drained(&self, published: u64) {
+        eventually(&format!("{published} messages to drain"), WAIT, || async {
+            let retried: u64 = self.settled.iter().map(Settled::retried).sum();
+            (self.settled() >= published + retried).then_some(())
         })
         .await;
     }
