@@ -1,0 +1,206 @@
+//! Measures the outbox relay's commit → delivery latency, at idle (one transition at a time)
+//! and under a burst of 1 000 transitions, against the local Postgres and RabbitMQ:
+//!
+//! ```sh
+//! cargo run --release --example relay_latency
+//! ```
+//!
+//! The relay runs in-process (the same code `order-service serve` runs); each transition is
+//! committed through the application layer and timed from the moment its command returned
+//! (committed) to the moment a subscriber bound to the outbound exchange received the event.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use lapin::options::{BasicConsumeOptions, QueueBindOptions, QueueDeclareOptions};
+use lapin::types::FieldTable;
+use order_service::amqp::{Relay, connect, topology};
+use order_service::app::App;
+use order_service::config::RelayConfig;
+use order_service::domain::{
+    AmountMinor, Cause, Currency, CustomerId, EventId, Money, NewOrder, OrderId,
+};
+use order_service::health::Readiness;
+use order_service::store;
+use sqlx::{Connection, Executor};
+use tokio_util::sync::CancellationToken;
+
+const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+
+type Arrivals = Arc<Mutex<HashMap<String, Instant>>>;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let name = format!(
+        "order_service_relay_latency_{}",
+        uuid::Uuid::new_v4().simple()
+    );
+    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+    let options = store::connect_options(&url, store::DEFAULT_LOCK_TIMEOUT)?;
+    store::prepare_database(&options).await?;
+    let pool = store::pool(options, 32);
+    let app = App::new(pool.clone());
+    let exchange = format!("relay-latency-{}", uuid::Uuid::new_v4().simple());
+
+    let connection = connect(AMQP_URL, "relay latency").await?;
+    let channel = connection.create_channel().await?;
+    topology::declare_outbound(&channel, &exchange).await?;
+    let queue = channel
+        .queue_declare(
+            "".into(),
+            QueueDeclareOptions {
+                exclusive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await?;
+    channel
+        .queue_bind(
+            queue.name().clone(),
+            exchange.as_str().into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    let arrivals: Arrivals = Arc::default();
+    let mut consumer = channel
+        .basic_consume(
+            queue.name().clone(),
+            "latency".into(),
+            BasicConsumeOptions {
+                no_ack: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await?;
+    let seen = arrivals.clone();
+    tokio::spawn(async move {
+        while let Some(Ok(delivery)) = consumer.next().await {
+            let body: serde_json::Value =
+                serde_json::from_slice(&delivery.data).unwrap_or_default();
+            let order = body["data"]["id"].as_str().unwrap_or_default().to_owned();
+            seen.lock().expect("lock").insert(order, Instant::now());
+        }
+    });
+
+    let config = RelayConfig {
+        batch_size: 256,
+        poll_ms: 1_000,
+        retention_hours: 168,
+        prune_interval_secs: 3_600,
+    };
+    let shutdown = CancellationToken::new();
+    let relay = Relay::new(
+        pool.clone(),
+        AMQP_URL.into(),
+        exchange.clone(),
+        config,
+        Readiness::default().register("relay"),
+    );
+    let relay_task = tokio::spawn(relay.run(shutdown.clone()));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // Idle: one order at a time, 20 ms apart.
+    let mut idle = vec![];
+    for _ in 0..200 {
+        let (order, committed) = place(&app).await?;
+        idle.push(wait_for(&arrivals, &order, committed).await);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Burst: 1 000 orders placed by 16 concurrent writers, as fast as they go.
+    let started = Instant::now();
+    let mut writers = vec![];
+    for _ in 0..16 {
+        let app = app.clone();
+        writers.push(tokio::spawn(async move {
+            let mut placed = vec![];
+            for _ in 0..63 {
+                placed.push(place(&app).await.expect("place"));
+            }
+            placed
+        }));
+    }
+    let mut committed = vec![];
+    for writer in writers {
+        committed.extend(writer.await?);
+    }
+    let written = started.elapsed();
+    let mut burst = vec![];
+    for (order, at) in &committed {
+        burst.push(wait_for(&arrivals, order, *at).await);
+    }
+    let drained = started.elapsed();
+
+    println!("relay latency, commit -> subscriber (ms)");
+    report("idle  (200 one by one)", &mut idle);
+    report(
+        &format!("burst ({} from 16 writers)", committed.len()),
+        &mut burst,
+    );
+    println!(
+        "burst written in {:.0} ms ({:.0}/s), all delivered {:.0} ms after the first commit",
+        written.as_secs_f64() * 1e3,
+        committed.len() as f64 / written.as_secs_f64(),
+        drained.as_secs_f64() * 1e3
+    );
+
+    shutdown.cancel();
+    relay_task.await?;
+    channel
+        .exchange_delete(exchange.as_str().into(), Default::default())
+        .await?;
+    pool.close().await;
+    let mut admin =
+        sqlx::PgConnection::connect("postgres://postgres@127.0.0.1:5432/postgres").await?;
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE \"{name}\" WITH (FORCE)"
+        )))
+        .await?;
+    Ok(())
+}
+
+async fn place(app: &App) -> anyhow::Result<(String, Instant)> {
+    let id = OrderId::generate();
+    let new = NewOrder {
+        id,
+        customer_id: CustomerId::parse("latency")?,
+        amount: Money::new(AmountMinor::parse(100)?, Currency::parse("EUR")?),
+    };
+    app.place(
+        new,
+        &Cause::Amqp {
+            event_id: EventId::parse("latency")?,
+        },
+    )
+    .await?;
+    Ok((id.to_string(), Instant::now()))
+}
+
+async fn wait_for(arrivals: &Arrivals, order: &str, committed: Instant) -> f64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(at) = arrivals.lock().expect("lock").get(order) {
+            return at.saturating_duration_since(committed).as_secs_f64() * 1e3;
+        }
+        assert!(Instant::now() < deadline, "event of {order} never arrived");
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+}
+
+fn report(label: &str, samples: &mut [f64]) {
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    println!(
+        "{label:<28} median {:>7.2}  p99 {:>7.2}  max {:>7.2}",
+        at(0.5),
+        at(0.99),
+        samples[samples.len() - 1]
+    );
+}
