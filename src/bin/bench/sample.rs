@@ -1,0 +1,98 @@
+//! A small, complete report for the rendering tests (test builds only).
+
+use crate::duplicates::{Cost, Duplicates};
+use crate::machine::Machine;
+use crate::report::{
+    ConsumerSummary, Ratios, Report, Resources, RestSummary, RowsPerPayment, Scaling, Settings,
+};
+use crate::resources::CpuSplit;
+use crate::stats::{Latency, Series};
+
+pub fn sample() -> Report {
+    let latency = Latency {
+        p50_ms: 4.2,
+        p90_ms: 7.5,
+        p99_ms: 12.3,
+        max_ms: 40.0,
+        samples: 5_000,
+    };
+    let no_writes = Cost {
+        duplicates: 3_000,
+        rows_written: 0,
+        rows_per_duplicate: 0.0,
+        by_table: [("orders".to_owned(), 0)].into(),
+    };
+    let ceiling = Series::new("tx/s", vec![1_000.0, 1_100.0, 900.0]);
+    let dedup_table = Series::new("tx/s", vec![800.0, 850.0, 900.0]);
+    let consumer = Series::new("msgs/s", vec![800.0, 750.0, 820.0]);
+    let rest = Series::new("req/s", vec![600.0, 640.0, 620.0]);
+    Report {
+        started_at: "2026-11-22T00:00:00Z".into(),
+        command: "./target/release/order-service-bench".into(),
+        elapsed_s: 200.0,
+        machine: Machine {
+            cores: 2,
+            cpu: "Test CPU".into(),
+            memory_mib: 24_105,
+            kernel: "6.1".into(),
+            postgres: "15.20".into(),
+            postgres_settings: "fsync=on".into(),
+            rabbitmq: "3.10.8".into(),
+            git_revision: "abc1234".into(),
+            load_at_start: "0.10 0.20 0.30".into(),
+            load_at_end: "1.00 0.90 0.50".into(),
+        },
+        settings: Settings {
+            orders: 2_000,
+            clients: 16,
+            duplicate_share: 0.2,
+            duration_s: 5.0,
+            repetitions: 3,
+            service_prefetch: 64,
+            service_pool: 16,
+            service_bin: "target/release/order-service".into(),
+        },
+        ratios: Ratios::of(&ceiling, &dedup_table, &consumer, &rest),
+        rows_per_payment: RowsPerPayment {
+            natural: 4.0,
+            dedup_table: 5.0,
+        },
+        ceiling,
+        dedup_table,
+        consumer: ConsumerSummary {
+            series: consumer,
+            runs: vec![],
+        },
+        rest: RestSummary {
+            series: rest,
+            latency: Some(latency),
+            open_loop_target_per_s: Some(310.0),
+            open_loop_latency: Some(latency),
+            errors: 0,
+            runs: vec![],
+            open_loop_runs: vec![],
+        },
+        duplicates: Duplicates {
+            amqp: no_writes.clone(),
+            rest: Cost {
+                duplicates: 2_000,
+                ..no_writes
+            },
+            amqp_outcomes: [("already_applied".to_owned(), 3_000)].into(),
+            rest_replayed: 2_000,
+        },
+        resources: Resources {
+            peak_rss_mib: 30.5,
+            consumer_cpu_s_per_1000_messages: Some(0.21),
+            rest_cpu_s_per_1000_requests: Some(0.35),
+            cpu_split: CpuSplit::default(),
+            other_load_share: 0.05,
+        },
+        scaling: Some(Scaling {
+            levels: vec![1, 2, 4],
+            ceiling_tx_per_s: vec![300.0, 550.0, 900.0],
+            consumer_msgs_per_s: vec![250.0, 450.0, 700.0],
+            rest_req_per_s: vec![200.0, 380.0, 600.0],
+        }),
+    }
+}

@@ -1,0 +1,192 @@
+//! Everything the bench creates on the shared servers — databases and broker topologies with
+//! names of its own run — registered as it is made, so [`Scratch::cleanup`] removes all of it at
+//! the end, whether the run succeeded or not.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::Context;
+use lapin::options::ConfirmSelectOptions;
+use lapin::{Channel, Connection};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, PgConnection, PgPool};
+
+use order_service::amqp::{Topology, connect};
+use order_service::config::AmqpConfig;
+use order_service::store;
+
+/// A database of this run.
+#[derive(Debug, Clone)]
+pub struct Db {
+    pub name: String,
+    pub url: String,
+}
+
+impl Db {
+    pub fn options(&self) -> anyhow::Result<PgConnectOptions> {
+        Ok(store::connect_options(
+            &self.url,
+            store::DEFAULT_LOCK_TIMEOUT,
+        )?)
+    }
+
+    /// A connection of its own (closed by the caller, or when dropped).
+    pub async fn connect(&self) -> anyhow::Result<PgConnection> {
+        Ok(self.options()?.connect().await?)
+    }
+}
+
+pub struct Scratch {
+    pub run_id: String,
+    pub amqp_url: String,
+    pub admin: PgPool,
+    /// Confirm-mode channel the bench publishes inbound events on.
+    pub channel: Channel,
+    connection: Connection,
+    server_url: String,
+    pub log_dir: PathBuf,
+    databases: Mutex<Vec<String>>,
+    topologies: Mutex<Vec<Topology>>,
+}
+
+impl Scratch {
+    pub async fn open(postgres_url: &str, amqp_url: &str) -> anyhow::Result<Self> {
+        let run_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+        let admin = PgPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(postgres_url)
+            .await
+            .with_context(|| format!("cannot reach Postgres at {postgres_url}"))?;
+        let connection = connect(amqp_url, "order-service-bench")
+            .await
+            .with_context(|| format!("cannot reach RabbitMQ at {amqp_url}"))?;
+        let channel = connection.create_channel().await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        let log_dir = std::env::temp_dir().join(format!("order-service-bench-{run_id}"));
+        std::fs::create_dir_all(&log_dir)?;
+        Ok(Self {
+            run_id,
+            amqp_url: amqp_url.to_owned(),
+            admin,
+            channel,
+            connection,
+            server_url: postgres_url.to_owned(),
+            log_dir,
+            databases: Mutex::new(vec![]),
+            topologies: Mutex::new(vec![]),
+        })
+    }
+
+    /// Names (and registers) a database; the service creates it when started on it.
+    pub fn database(&self, label: &str) -> Db {
+        let name = format!("order_service_bench_{}_{label}", self.run_id);
+        let (base, query) = match self.server_url.split_once('?') {
+            Some((base, query)) => (base, format!("?{query}")),
+            None => (self.server_url.as_str(), String::new()),
+        };
+        let base = base.rsplit_once('/').map_or(base, |(server, _)| server);
+        if let Ok(mut names) = self.databases.lock() {
+            names.push(name.clone());
+        }
+        Db {
+            url: format!("{base}/{name}{query}"),
+            name,
+        }
+    }
+
+    /// A database created and migrated now, with the service's schema.
+    pub async fn migrated_database(&self, label: &str) -> anyhow::Result<Db> {
+        let db = self.database(label);
+        store::prepare_database(&db.options()?)
+            .await
+            .with_context(|| format!("cannot create database {}", db.name))?;
+        Ok(db)
+    }
+
+    /// Drops a database of this run now (cleanup would otherwise do it at the end).
+    pub async fn drop_database(&self, db: &Db) -> anyhow::Result<()> {
+        let sql = format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", db.name);
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&self.admin)
+            .await?;
+        if let Ok(mut names) = self.databases.lock() {
+            names.retain(|n| n != &db.name);
+        }
+        Ok(())
+    }
+
+    /// The service's AMQP settings with names of this run (DESIGN.md §3 defaults otherwise), and
+    /// its topology, declared now so events can be published before the service starts.
+    pub async fn topology(&self, label: &str) -> anyhow::Result<(AmqpConfig, Topology)> {
+        let prefix = format!("bench-{}-{label}", self.run_id);
+        let config = AmqpConfig {
+            enabled: true,
+            inbound_exchange: format!("{prefix}.commerce.events"),
+            inbox_queue: format!("{prefix}.inbox"),
+            dead_letter_exchange: format!("{prefix}.dlx"),
+            dead_letter_queue: format!("{prefix}.dead-letter"),
+            outbound_exchange: format!("{prefix}.order-events"),
+            prefetch: 64,
+            max_attempts: 10,
+            retry_base_ms: 1_000,
+            retry_max_ms: 60_000,
+        };
+        let topology = Topology::from_config(&config);
+        if let Ok(mut all) = self.topologies.lock() {
+            all.push(topology.clone());
+        }
+        topology
+            .declare(&self.channel)
+            .await
+            .context("cannot declare the bench's topology")?;
+        Ok((config, topology))
+    }
+
+    /// Deletes a topology of this run now.
+    pub async fn delete_topology(&self, topology: &Topology) -> anyhow::Result<()> {
+        topology.delete(&self.channel).await?;
+        if let Ok(mut all) = self.topologies.lock() {
+            all.retain(|t| t.inbox != topology.inbox);
+        }
+        Ok(())
+    }
+
+    /// Drops every database and deletes every exchange and queue this run still has. Best effort:
+    /// reports what it could not remove and goes on.
+    pub async fn cleanup(&self) {
+        let databases = self.databases.lock().map(|d| d.clone()).unwrap_or_default();
+        for name in databases {
+            let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+            if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(&self.admin)
+                .await
+            {
+                eprintln!("warning: could not drop database {name}: {e}");
+            }
+        }
+        let topologies = self
+            .topologies
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
+        if !topologies.is_empty() {
+            // The publishing channel may have been closed by an error: use a fresh one.
+            match self.connection.create_channel().await {
+                Ok(channel) => {
+                    for topology in topologies {
+                        if let Err(e) = topology.delete(&channel).await {
+                            eprintln!("warning: could not delete {}: {e}", topology.inbox);
+                        }
+                    }
+                }
+                Err(e) => eprintln!("warning: could not delete the bench's queues: {e}"),
+            }
+        }
+        let _ = self.connection.close(200, "bye".into()).await;
+        self.admin.close().await;
+    }
+}
