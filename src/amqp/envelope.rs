@@ -49,6 +49,8 @@ pub struct Envelope {
 /// Why a message can never be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Poison {
+    #[error("message of {bytes} bytes exceeds the limit of {limit} bytes")]
+    TooLarge { bytes: usize, limit: usize },
     #[error("not a JSON envelope: {0}")]
     NotAnEnvelope(String),
     #[error("unknown event type {0:?}")]
@@ -115,6 +117,18 @@ pub const INBOUND_TYPES: [&str; 4] = [
     SHIPMENT_DISPATCHED,
     CANCELLATION_REQUESTED,
 ];
+
+/// [`parse`], but a body over `limit` bytes is poison without being read: parsing is linear, yet
+/// a huge message would still hold memory and a worker for nothing that could ever be valid.
+pub fn parse_bounded(body: &[u8], limit: usize) -> Result<Envelope, Poison> {
+    if body.len() > limit {
+        return Err(Poison::TooLarge {
+            bytes: body.len(),
+            limit,
+        });
+    }
+    parse(body)
+}
 
 pub fn parse(body: &[u8]) -> Result<Envelope, Poison> {
     let raw: RawEnvelope =
@@ -230,6 +244,24 @@ mod tests {
             cancel.event,
             InboundEvent::CancellationRequested { .. }
         ));
+    }
+
+    #[test]
+    fn a_message_over_the_limit_is_poison_that_names_its_size() {
+        let body = envelope(
+            CANCELLATION_REQUESTED,
+            json!({"order_id": Uuid::new_v4(), "reason": "r"}),
+        );
+        assert!(parse_bounded(&body, body.len()).is_ok());
+        let poison = parse_bounded(&body, body.len() - 1).unwrap_err();
+        assert_eq!(
+            poison,
+            Poison::TooLarge {
+                bytes: body.len(),
+                limit: body.len() - 1
+            }
+        );
+        assert!(poison.to_string().contains("exceeds the limit"), "{poison}");
     }
 
     #[test]
