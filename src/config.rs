@@ -2,6 +2,7 @@
 //! defaults of DESIGN.md §5.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -63,6 +64,9 @@ pub struct Config {
 
     #[command(flatten)]
     pub relay: RelayConfig,
+
+    #[command(flatten)]
+    pub auth: AuthConfig,
 
     /// How long in-flight work may take to finish after SIGTERM (seconds).
     #[arg(long, global = true, env = "SHUTDOWN_GRACE_SECS", default_value_t = 30)]
@@ -180,6 +184,32 @@ impl AmqpConfig {
     }
 }
 
+/// Who may call the REST API (see `auth` for the client format and README "Authentication").
+#[derive(Debug, Clone, Args)]
+pub struct AuthConfig {
+    /// API clients, `<client_id>:<sha256 hex of token>:<scopes>` separated by `;`.
+    #[arg(long, global = true, env = "AUTH_CLIENTS", hide_env_values = true)]
+    pub clients: Option<String>,
+
+    /// A file of API clients, one `<client_id>:<sha256 hex>:<scopes>` per line, `#` comments.
+    #[arg(long, global = true, env = "AUTH_CLIENTS_FILE")]
+    pub clients_file: Option<PathBuf>,
+
+    /// Serve the API without authentication even on a non-loopback address.
+    #[arg(long = "auth-disabled", global = true, env = "AUTH_DISABLED", default_value_t = false, action = clap::ArgAction::Set)]
+    pub disabled: bool,
+
+    /// Path prefixes served without a token (matched per segment: `/health` covers `/health/live`).
+    #[arg(
+        long,
+        global = true,
+        env = "AUTH_OPEN_PATHS",
+        value_delimiter = ',',
+        default_value = "/health,/metrics,/docs,/openapi.json"
+    )]
+    pub open_paths: Vec<String>,
+}
+
 /// The outbox relay: batching, wake-up fallback and retention.
 #[derive(Debug, Clone, Args)]
 pub struct RelayConfig {
@@ -264,6 +294,12 @@ mod tests {
         assert_eq!(config.amqp.outbound_exchange, "order-service.events");
         assert_eq!(config.amqp.max_attempts, 10);
         assert_eq!(config.relay.retention(), Duration::from_secs(7 * 24 * 3600));
+        assert!(config.auth.clients.is_none() && config.auth.clients_file.is_none());
+        assert!(!config.auth.disabled);
+        assert_eq!(
+            config.auth.open_paths,
+            ["/health", "/metrics", "/docs", "/openapi.json"]
+        );
     }
 
     #[test]

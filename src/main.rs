@@ -1,9 +1,12 @@
-//! The `order-service` binary: `serve` (default), `migrate`, `openapi`.
+//! The `order-service` binary: `serve` (default), `migrate`, `openapi`, `token`.
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+use order_service::auth::{Client, Scopes, TokenDigest, generate_token};
 use order_service::config::Config;
+use order_service::domain::ClientId;
 use order_service::startup::{Application, shutdown_signal};
 use order_service::{http, store, telemetry};
 
@@ -28,6 +31,17 @@ enum Command {
     Migrate,
     /// Print the OpenAPI document (what openapi/openapi.json must equal).
     Openapi,
+    /// Create an API client's token: prints the token (give it to the client; it is shown only
+    /// here) and the configuration line holding its SHA-256 (add it to AUTH_CLIENTS or
+    /// AUTH_CLIENTS_FILE). Two lines on stdout; explanations on stderr.
+    Token {
+        /// The client's id: 1–64 characters of A-Z a-z 0-9 . _ @ -
+        #[arg(long)]
+        client: String,
+        /// Comma-separated scopes.
+        #[arg(long, default_value = "orders:read,orders:write")]
+        scopes: String,
+    },
 }
 
 #[tokio::main]
@@ -36,6 +50,27 @@ async fn main() -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Openapi => {
             println!("{}", http::openapi_json());
+            Ok(())
+        }
+        Command::Token { client, scopes } => {
+            let token = generate_token().context("no random source")?;
+            // Parsed back from its own line so that what is printed is certain to be accepted.
+            let scopes = Scopes::parse(&scopes).map_err(anyhow::Error::msg)?;
+            let client = Client {
+                id: ClientId::parse(&client)?,
+                scopes,
+            };
+            let line = client.config_line(&TokenDigest::of(&token));
+            order_service::auth::ClientRegistry::parse(&line, "--client")?;
+            eprintln!(
+                "# The token for client {} (shown once; the service keeps only its hash):",
+                client.id
+            );
+            println!("{token}");
+            eprintln!(
+                "# Its line for AUTH_CLIENTS (entries separated by ';') or AUTH_CLIENTS_FILE:"
+            );
+            println!("{line}");
             Ok(())
         }
         Command::Migrate => {

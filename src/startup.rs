@@ -12,9 +12,10 @@ use tokio_util::task::TaskTracker;
 use crate::amqp::{Consumer, Relay};
 
 use crate::app::App;
+use crate::auth::{self, AuthMode};
 use crate::config::Config;
 use crate::health::Readiness;
-use crate::http::{self, AppState};
+use crate::http::{self, AppState, HttpSettings, OpenPaths};
 use crate::{store, telemetry};
 
 pub struct Application {
@@ -27,8 +28,11 @@ pub struct Application {
 }
 
 impl Application {
-    /// Prepares the database (waiting for Postgres if it is not up yet), then binds the listener.
+    /// Decides who may call the API (refusing to start an unprotected API on a reachable
+    /// address), prepares the database (waiting for Postgres if it is not up yet), then binds
+    /// the listener.
     pub async fn build(config: Config, shutdown: &CancellationToken) -> anyhow::Result<Self> {
+        let http_settings = http_settings(&config)?;
         let options = store::connect_options(&config.database_url, config.lock_timeout())
             .context("DATABASE_URL is not a valid Postgres URL")?;
         wait_for_database(&options, shutdown).await?;
@@ -62,7 +66,7 @@ impl Application {
             .with_context(|| format!("cannot listen on {}", config.http_addr))?;
         Ok(Self {
             listener,
-            router: http::router(state),
+            router: http::router_with(state, http_settings),
             pool,
             config,
             consumer,
@@ -118,6 +122,30 @@ impl Application {
         tracing::info!("stopped");
         Ok(())
     }
+}
+
+/// The HTTP side's settings; fails (and the service does not start) on unusable client
+/// configuration or an unprotected API on a reachable address.
+fn http_settings(config: &Config) -> anyhow::Result<HttpSettings> {
+    let auth = auth::from_config(&config.auth, config.http_addr)?;
+    match &auth {
+        AuthMode::Enforced(clients) => {
+            let ids: Vec<&str> = clients.client_ids().map(|id| id.as_str()).collect();
+            tracing::info!(clients = ?ids, "API authentication enforced");
+        }
+        AuthMode::Open if config.auth.disabled => tracing::warn!(
+            address = %config.http_addr,
+            "AUTHENTICATION IS DISABLED (AUTH_DISABLED=true): anyone who can reach this address \
+             can read and change every order"
+        ),
+        AuthMode::Open => tracing::warn!(
+            address = %config.http_addr,
+            "NO API CLIENTS CONFIGURED: the API is open to every local caller (allowed only on a \
+             loopback address); configure AUTH_CLIENTS or AUTH_CLIENTS_FILE before exposing it"
+        ),
+    }
+    let open_paths = OpenPaths::new(&config.auth.open_paths).map_err(anyhow::Error::msg)?;
+    Ok(HttpSettings { auth, open_paths })
 }
 
 async fn wait_for_database(

@@ -1,5 +1,6 @@
 //! Extractors that turn raw requests into domain values, answering problem+json when they cannot:
-//! the Idempotency-Key and body of a mutation, the order id in the path, `If-Match`, the caller.
+//! the Idempotency-Key and body of a mutation, the order id in the path, `If-Match`, the
+//! authenticated caller.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
@@ -148,16 +149,25 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
     }
 }
 
-/// Who is calling: the scope of Idempotency-Keys. Until authentication exists every caller is the
-/// same client, `anonymous`.
+/// Who is calling: the client authenticated by `auth::authenticate` (`anonymous` when the API
+/// runs open), the scope of Idempotency-Keys. A request that reached a handler without passing
+/// the authentication middleware is refused: the router is built wrong, and failing closed is
+/// the safe answer.
+#[derive(Debug, Clone)]
 pub struct Caller(pub ClientId);
 
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = Problem;
 
-    async fn from_request_parts(_: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        ClientId::parse("anonymous")
-            .map(Caller)
-            .map_err(|e| Problem::bad_request("invalid-client", e.to_string()))
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<Caller>().cloned().ok_or_else(|| {
+            tracing::error!("a handler needing a caller ran without the authentication middleware");
+            Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "Unauthorized",
+                "the caller is not authenticated",
+            )
+        })
     }
 }

@@ -2,6 +2,7 @@
 //! Handlers translate requests into application commands and outcomes into responses; they hold
 //! no business rules.
 
+mod auth;
 mod cursor;
 pub mod dto;
 mod extract;
@@ -13,6 +14,8 @@ mod payments;
 pub mod problem;
 mod respond;
 mod state;
+
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -26,16 +29,19 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
+pub use auth::OpenPaths;
 pub use extract::MAX_BODY_BYTES;
 pub use openapi::{document as openapi_document, to_pretty_json as openapi_json};
 pub use problem::Problem;
 pub use state::AppState;
 
+use crate::auth::AuthMode;
+
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The documented routes and the document they make.
 fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+    let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(orders::place_order, orders::list_orders))
         .routes(routes!(orders::get_order))
         .routes(routes!(payments::record_payment, payments::list_payments))
@@ -45,11 +51,40 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(ops::live))
         .routes(routes!(ops::ready))
         .routes(routes!(ops::metrics))
-        .split_for_parts()
+        .split_for_parts();
+    openapi::secure(&mut document);
+    openapi::link(&mut document);
+    (router, document)
 }
 
-/// The whole HTTP application, ready to serve or to be driven with `oneshot` in tests.
+/// How the router treats callers.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    pub auth: AuthMode,
+    pub open_paths: OpenPaths,
+}
+
+impl Default for HttpSettings {
+    /// Open (every caller is `anonymous`), with the default open paths: what tests
+    /// and tools driving the router in-process want. `startup` decides the real mode.
+    fn default() -> Self {
+        Self {
+            auth: AuthMode::Open,
+            open_paths: OpenPaths::default(),
+        }
+    }
+}
+
+/// The whole HTTP application without authentication (see [`HttpSettings::default`]).
 pub fn router(state: AppState) -> Router {
+    router_with(state, HttpSettings::default())
+}
+
+/// The whole HTTP application, ready to serve or to be driven with `oneshot` in tests. Layers,
+/// outermost first: request id, trace, panic catcher, metrics, authentication, body limit, then
+/// the route.
+pub fn router_with(state: AppState, settings: HttpSettings) -> Router {
+    let guard = Arc::new(auth::Guard::new(settings.auth, settings.open_paths));
     let (api, document) = routes();
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", document))
         .fallback(|| async { Problem::not_found("no such resource").into_response() })
@@ -63,6 +98,10 @@ pub fn router(state: AppState) -> Router {
             .into_response()
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            guard,
+            auth::authenticate,
+        ))
         .layer(axum::middleware::from_fn(ops::track))
         .layer(CatchPanicLayer::custom(|_| {
             tracing::error!("handler panicked");

@@ -1,8 +1,13 @@
 //! The OpenAPI 3.1 document, collected by utoipa from the handlers' annotations, and the
 //! offline Swagger UI that renders it at `/docs`.
 
+use axum::http::Method;
 use utoipa::OpenApi;
+use utoipa::openapi::link::LinkBuilder;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{Content, Header, Ref, RefOr, Response, ResponseBuilder};
 
+use super::auth::required_scope;
 use super::problem::Problem;
 
 #[derive(OpenApi)]
@@ -13,7 +18,10 @@ use super::problem::Problem;
             Every POST under `/v1` needs an `Idempotency-Key` header: a retry with the same key \
             and body replays the first answer (`Idempotent-Replayed: true`), forever; the same \
             key with another body, endpoint or order is 422. Errors are \
-            `application/problem+json` (RFC 9457).",
+            `application/problem+json` (RFC 9457).\n\n\
+            Every operation under `/v1` needs `Authorization: Bearer <token>`: reads the scope \
+            `orders:read`, changes `orders:write` (401 without a valid token, 403 without the \
+            scope). Health, metrics and these docs are open.",
         license(name = "MIT")
     ),
     tags(
@@ -34,4 +42,106 @@ pub fn to_pretty_json() -> String {
     document()
         .to_pretty_json()
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// The name of the security scheme in the document.
+const BEARER: &str = "bearer";
+
+/// Declares the bearer scheme and, on every operation under `/v1`, the scope it needs (the same
+/// rule the middleware applies, from `auth::required_scope`) and the answers every such
+/// operation can give: 401, 403 and 503.
+pub(super) fn secure(document: &mut utoipa::openapi::OpenApi) {
+    let components = document.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        BEARER,
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .description(Some(
+                    "A client's token, created with `order-service token --client <id>`; \
+                     the service stores only its SHA-256.",
+                ))
+                .build(),
+        ),
+    );
+    for (path, item) in document.paths.paths.iter_mut() {
+        for (method, operation) in [
+            (Method::GET, item.get.as_mut()),
+            (Method::POST, item.post.as_mut()),
+        ] {
+            let (Some(operation), Some(scope)) = (operation, required_scope(&method, path)) else {
+                continue;
+            };
+            operation.security = Some(vec![SecurityRequirement::new(BEARER, [scope.as_str()])]);
+            let responses = &mut operation.responses.responses;
+            responses.insert(
+                "401".into(),
+                problem_response(
+                    "No valid bearer token (missing, unknown or malformed)",
+                    true,
+                ),
+            );
+            responses.insert(
+                "403".into(),
+                problem_response(&format!("The client lacks the scope `{scope}`"), true),
+            );
+            responses.insert(
+                "503".into(),
+                problem_response(
+                    "Overloaded (too many requests in progress), timed out, or the database is \
+                 unavailable; retry after `Retry-After` seconds",
+                    false,
+                ),
+            );
+        }
+    }
+}
+
+fn problem_response(description: &str, challenge: bool) -> RefOr<Response> {
+    let mut response = ResponseBuilder::new().description(description).content(
+        "application/problem+json",
+        Content::new(Some(Ref::from_schema_name("Problem"))),
+    );
+    let string = || {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .build()
+    };
+    response = if challenge {
+        response.header("WWW-Authenticate", Header::new(string()))
+    } else {
+        response.header("Retry-After", Header::new(string()))
+    };
+    RefOr::T(response.build())
+}
+
+/// Links from a placed order to the operations on it, so clients (and stateful testers such as
+/// schemathesis) can follow `id` from the 201 of `place_order`.
+pub(super) fn link(document: &mut utoipa::openapi::OpenApi) {
+    let Some(place) = document
+        .paths
+        .paths
+        .get_mut("/v1/orders")
+        .and_then(|item| item.post.as_mut())
+    else {
+        return;
+    };
+    let Some(RefOr::T(created)) = place.responses.responses.get_mut("201") else {
+        return;
+    };
+    for target in [
+        "get_order",
+        "list_payments",
+        "record_payment",
+        "ship_order",
+        "cancel_order",
+        "order_history",
+    ] {
+        let link = LinkBuilder::new()
+            .operation_id(target)
+            .parameter("id", "$response.body#/id")
+            .description(format!("`{target}` on the placed order"))
+            .build();
+        created.links.insert(target.to_owned(), RefOr::T(link));
+    }
 }

@@ -36,6 +36,9 @@ pub struct Problem {
     pub current_version: Option<i64>,
     #[serde(skip)]
     retry_after_secs: Option<u32>,
+    /// `WWW-Authenticate` of a 401 or 403 (boxed: keeps `Result<_, Problem>` small).
+    #[serde(skip)]
+    challenge: Option<Box<str>>,
 }
 
 impl Problem {
@@ -48,6 +51,7 @@ impl Problem {
             current_status: None,
             current_version: None,
             retry_after_secs: None,
+            challenge: None,
         }
     }
 
@@ -57,9 +61,19 @@ impl Problem {
         self
     }
 
-    fn retry_after(mut self, secs: u32) -> Self {
+    pub(crate) fn retry_after(mut self, secs: u32) -> Self {
         self.retry_after_secs = Some(secs);
         self
+    }
+
+    pub(crate) fn with_challenge(mut self, challenge: String) -> Self {
+        self.challenge = Some(challenge.into_boxed_str());
+        self
+    }
+
+    /// The `WWW-Authenticate` value this problem is answered with, if any.
+    pub fn challenge(&self) -> Option<&str> {
+        self.challenge.as_deref()
     }
 
     pub fn bad_request(slug: &str, detail: impl Into<String>) -> Self {
@@ -93,11 +107,18 @@ impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let retry_after = self.retry_after_secs;
+        let challenge = self
+            .challenge
+            .as_deref()
+            .and_then(|c| HeaderValue::from_str(c).ok());
         let mut response = (status, axum::Json(self)).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
         if let Some(secs) = retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let Some(challenge) = challenge {
+            headers.insert(header::WWW_AUTHENTICATE, challenge);
         }
         response
     }

@@ -1,5 +1,6 @@
 //! The REST API suite: every endpoint, idempotency, races and bad input, against a real Postgres.
 
+mod auth;
 mod bad_input;
 mod helpers;
 mod idempotency;
