@@ -68,6 +68,9 @@ pub struct Config {
     #[command(flatten)]
     pub auth: AuthConfig,
 
+    #[command(flatten)]
+    pub limits: LimitsConfig,
+
     /// How long in-flight work may take to finish after SIGTERM (seconds).
     #[arg(long, global = true, env = "SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
@@ -210,6 +213,43 @@ pub struct AuthConfig {
     pub open_paths: Vec<String>,
 }
 
+/// Bounds on what one request or message may cost.
+#[derive(Debug, Clone, Args)]
+pub struct LimitsConfig {
+    /// A request still running after this long is abandoned with 503 (milliseconds).
+    #[arg(
+        long,
+        global = true,
+        env = "HTTP_REQUEST_TIMEOUT_MS",
+        default_value_t = 10_000
+    )]
+    pub request_timeout_ms: u64,
+
+    /// Requests under /v1 served at once; beyond it they are shed with 503 and Retry-After.
+    #[arg(
+        long,
+        global = true,
+        env = "HTTP_MAX_CONCURRENT_REQUESTS",
+        default_value_t = 512
+    )]
+    pub max_concurrent_requests: usize,
+
+    /// Inbound AMQP messages larger than this are dead-lettered unread (bytes).
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_MAX_MESSAGE_BYTES",
+        default_value_t = 64 * 1024
+    )]
+    pub amqp_max_message_bytes: usize,
+}
+
+impl LimitsConfig {
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+}
+
 /// The outbox relay: batching, wake-up fallback and retention.
 #[derive(Debug, Clone, Args)]
 pub struct RelayConfig {
@@ -300,6 +340,9 @@ mod tests {
             config.auth.open_paths,
             ["/health", "/metrics", "/docs", "/openapi.json"]
         );
+        assert_eq!(config.limits.request_timeout(), Duration::from_secs(10));
+        assert_eq!(config.limits.max_concurrent_requests, 512);
+        assert_eq!(config.limits.amqp_max_message_bytes, 65_536);
     }
 
     #[test]

@@ -46,6 +46,7 @@ impl Application {
                 config.amqp.clone(),
                 readiness.register("consumer"),
             )
+            .with_max_message_bytes(config.limits.amqp_max_message_bytes)
         });
         let relay = config.amqp.enabled.then(|| {
             Relay::new(
@@ -145,7 +146,11 @@ fn http_settings(config: &Config) -> anyhow::Result<HttpSettings> {
         ),
     }
     let open_paths = OpenPaths::new(&config.auth.open_paths).map_err(anyhow::Error::msg)?;
-    Ok(HttpSettings { auth, open_paths })
+    Ok(HttpSettings {
+        auth,
+        open_paths,
+        limits: http::Limits::from(&config.limits),
+    })
 }
 
 async fn wait_for_database(

@@ -7,6 +7,7 @@ mod cursor;
 pub mod dto;
 mod extract;
 mod lifecycle;
+mod limits;
 mod openapi;
 mod ops;
 mod orders;
@@ -21,6 +22,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request, StatusCode};
 use axum::response::IntoResponse;
+use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -31,6 +33,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 pub use auth::OpenPaths;
 pub use extract::MAX_BODY_BYTES;
+pub use limits::Limits;
 pub use openapi::{document as openapi_document, to_pretty_json as openapi_json};
 pub use problem::Problem;
 pub use state::AppState;
@@ -57,20 +60,22 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     (router, document)
 }
 
-/// How the router treats callers.
+/// How the router treats callers and how much a request may cost.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
     pub auth: AuthMode,
     pub open_paths: OpenPaths,
+    pub limits: Limits,
 }
 
 impl Default for HttpSettings {
-    /// Open (every caller is `anonymous`), with the default open paths: what tests
+    /// Open (every caller is `anonymous`), with the default open paths and limits: what tests
     /// and tools driving the router in-process want. `startup` decides the real mode.
     fn default() -> Self {
         Self {
             auth: AuthMode::Open,
             open_paths: OpenPaths::default(),
+            limits: Limits::default(),
         }
     }
 }
@@ -81,10 +86,11 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// The whole HTTP application, ready to serve or to be driven with `oneshot` in tests. Layers,
-/// outermost first: request id, trace, panic catcher, metrics, authentication, body limit, then
-/// the route.
+/// outermost first: request id, trace, panic catcher, metrics, time limit, authentication, load
+/// shedding, body limit, then the route.
 pub fn router_with(state: AppState, settings: HttpSettings) -> Router {
     let guard = Arc::new(auth::Guard::new(settings.auth, settings.open_paths));
+    let slots = Arc::new(Semaphore::new(settings.limits.max_concurrent_requests));
     let (api, document) = routes();
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", document))
         .fallback(|| async { Problem::not_found("no such resource").into_response() })
@@ -99,8 +105,16 @@ pub fn router_with(state: AppState, settings: HttpSettings) -> Router {
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(
+            slots,
+            limits::shed_load,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
             guard,
             auth::authenticate,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            settings.limits.request_timeout,
+            limits::time_limit,
         ))
         .layer(axum::middleware::from_fn(ops::track))
         .layer(CatchPanicLayer::custom(|_| {

@@ -5,6 +5,7 @@ mod bad_input;
 mod helpers;
 mod idempotency;
 mod lifecycle;
+mod limits;
 mod openapi;
 mod ops;
 mod orders;

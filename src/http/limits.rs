@@ -1,0 +1,99 @@
+//! What one request may cost: a time limit on every request, and a cap on the API requests
+//! served at once. Beyond the cap a request is shed at once (503 + `Retry-After`) rather than
+//! queued: a queue in front of a saturated database only turns overload into timeouts for
+//! everyone. Health, metrics and docs are outside the cap, so probes answer under load (a shed
+//! liveness probe would get a busy but healthy instance restarted).
+//!
+//! Header sizes are bounded by hyper before a request reaches the router (HTTP/1: at most 100
+//! headers and a head of about 400 KiB, else 431; HTTP/2: 16 KiB of headers); bodies by
+//! `DefaultBodyLimit` (64 KiB, 413).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::Semaphore;
+
+use super::auth::is_api_path;
+use super::problem::Problem;
+use crate::config::LimitsConfig;
+
+/// The limits of the HTTP side.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub request_timeout: Duration,
+    pub max_concurrent_requests: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(10),
+            max_concurrent_requests: 512,
+        }
+    }
+}
+
+impl From<&LimitsConfig> for Limits {
+    fn from(config: &LimitsConfig) -> Self {
+        Self {
+            request_timeout: config.request_timeout(),
+            max_concurrent_requests: config.max_concurrent_requests,
+        }
+    }
+}
+
+/// Answers 503 when the request is not done within the limit. The handler's future is dropped,
+/// which rolls back an uncommitted transaction; a change that did commit is found again by a
+/// retry with the same Idempotency-Key, which replays it.
+pub(super) async fn time_limit(
+    State(limit): State<Duration>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(?limit, "request timed out");
+            metrics::counter!("http_requests_timed_out_total").increment(1);
+            Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "timeout",
+                "Request timed out",
+                format!(
+                    "the request did not finish within {} ms; retry (with the same \
+                     Idempotency-Key for a POST)",
+                    limit.as_millis()
+                ),
+            )
+            .retry_after(1)
+            .into_response()
+        }
+    }
+}
+
+/// Serves an API request only if a slot is free; otherwise sheds it.
+pub(super) async fn shed_load(
+    State(slots): State<Arc<Semaphore>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !is_api_path(request.uri().path()) {
+        return next.run(request).await;
+    }
+    let Ok(_slot) = slots.try_acquire() else {
+        metrics::counter!("http_requests_shed_total").increment(1);
+        return Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "Overloaded",
+            "too many requests are in progress; retry shortly",
+        )
+        .retry_after(1)
+        .into_response();
+    };
+    next.run(request).await
+}
