@@ -4,8 +4,9 @@
 //! `message_id`.
 //!
 //! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
-//! which keeps each order's events in version order. A relay wakes on the insert trigger's NOTIFY
-//! and polls slowly as a fallback; it prunes old published rows itself.
+//! which keeps each order's events in version order. A relay wakes on the NOTIFY the application
+//! sends after committing events, and polls slowly as a fallback; it prunes old published rows
+//! itself.
 
 use std::time::{Duration, Instant};
 

@@ -7,16 +7,19 @@
 //! statements. A guard that finds someone else got there first rolls the attempt back and the
 //! loop re-reads and decides again.
 
-/// Runs `$body` (which yields `Result<Attempt<T>, AppError>`) in a fresh transaction until it
-/// commits or fails for a reason of its own; evaluates to `Result<T, AppError>`.
+/// Runs `$body` (which yields `Result<Attempt<Outcome<T>>, AppError>`) in a fresh transaction
+/// until it commits or fails for a reason of its own; evaluates to `Result<Outcome<T>, AppError>`.
+/// After committing an applied change it wakes the outbox relays (on the same connection, outside
+/// the transaction: see [`crate::store::outbox::announce`]).
 ///
 /// A macro rather than a function taking an async closure: the futures of async closures that
 /// borrow their argument are not yet provably `Send`, and axum handlers must be.
 macro_rules! in_transaction {
     ($app:expr, |$conn:ident| $body:block) => {{
         let mut result = Err($crate::app::AppError::Busy);
+        let mut connection = $app.pool.acquire().await?;
         for _ in 0..$crate::app::MAX_ATTEMPTS {
-            let mut tx = $app.pool.begin().await?;
+            let mut tx = sqlx::Connection::begin(&mut *connection).await?;
             let attempt: Result<$crate::app::Attempt<_>, $crate::app::AppError> = async {
                 let $conn: &mut sqlx::PgConnection = &mut tx;
                 $body
@@ -25,6 +28,15 @@ macro_rules! in_transaction {
             match attempt? {
                 $crate::app::Attempt::Done(value) => {
                     tx.commit().await?;
+                    if let $crate::app::Outcome::Applied(_) = &value {
+                        // Committed already: a lost wake-up only delays publishing until the
+                        // relay's next poll, so it must not fail the command.
+                        if let Err(error) =
+                            $crate::store::outbox::announce(&mut connection).await
+                        {
+                            tracing::debug!(%error, "could not wake the outbox relay");
+                        }
+                    }
                     result = Ok(value);
                     break;
                 }

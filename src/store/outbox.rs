@@ -34,8 +34,19 @@ pub async fn insert(conn: &mut PgConnection, event: &NewEvent) -> Result<(), Sto
     Ok(())
 }
 
-/// The channel the insert trigger notifies on commit.
+/// The channel the relays listen on: a notification says events were committed.
 pub const NOTIFY_CHANNEL: &str = "order_service_outbox";
+
+/// Wakes the relays after a commit that wrote events. A statement of its own, outside the writing
+/// transaction: a NOTIFY inside it would hold Postgres' cluster-wide notification lock through the
+/// commit's WAL flush, so such commits would run one at a time (no group commit).
+pub async fn announce(conn: &mut PgConnection) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(NOTIFY_CHANNEL)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
 
 /// An event waiting to be published.
 #[derive(Debug, Clone, sqlx::FromRow)]
