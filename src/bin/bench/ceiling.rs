@@ -9,6 +9,7 @@
 //! INSERT INTO order_transitions …                                           -- history
 //! INSERT INTO outbox …                                                      -- the status changed
 //! COMMIT
+//! SELECT pg_notify('order_service_outbox', '')                              -- wake the relays
 //! ```
 //!
 //! The dedup-table design runs the same transaction behind the classic guard
@@ -23,6 +24,7 @@ use serde_json::json;
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
+use crate::cpu::{CpuMeter, CpuSplit};
 use crate::pgstat::{self, DOMAIN_TABLES};
 use crate::scratch::{Db, Scratch};
 use crate::stats::rate;
@@ -43,6 +45,7 @@ pub struct Run {
     pub transactions: u64,
     /// Rows written per committed transaction, from `pg_stat_user_tables`.
     pub rows_per_tx: f64,
+    pub cpu: CpuSplit,
 }
 
 /// The bench's own database: the service's schema plus the dedup table of the other design.
@@ -87,6 +90,7 @@ pub async fn run(
     }
     let orders = Arc::new(orders);
     let next = Arc::new(AtomicUsize::new(0));
+    let meter = CpuMeter::start(None);
     let started = Instant::now();
     let deadline = started + duration;
     let mut workers = tokio::task::JoinSet::new();
@@ -110,6 +114,7 @@ pub async fn run(
         transactions += joined??;
     }
     let elapsed = started.elapsed();
+    let cpu = meter.stop();
     let after = pgstat::snapshot(db, &tables).await?;
     let written = pgstat::total(&pgstat::delta(&before, &after));
     Ok(Run {
@@ -120,6 +125,7 @@ pub async fn run(
         } else {
             0.0
         },
+        cpu,
     })
 }
 
@@ -246,5 +252,6 @@ async fn pay(conn: &mut PgConnection, design: Design, order_id: Uuid) -> anyhow:
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
+    order_service::store::outbox::announce(conn).await?;
     Ok(())
 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use sqlx::{Connection, PgConnection};
 
 use crate::Bench;
-use crate::resources::{CpuMeter, CpuSplit};
+use crate::cpu::{CpuMeter, CpuSplit};
 use crate::service::{self, Service, Spec};
 use crate::stats::rate;
 use crate::workload::{self, Event, Rng};

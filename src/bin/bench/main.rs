@@ -15,6 +15,7 @@ mod ceiling;
 mod cli;
 mod client;
 mod consumer;
+mod cpu;
 mod duplicates;
 mod machine;
 mod markdown;
@@ -27,6 +28,7 @@ mod sample;
 mod scratch;
 mod service;
 mod stats;
+mod summary;
 mod svg;
 mod workload;
 
@@ -97,7 +99,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     report.started_at = started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let stamp = started_at.format("%Y%m%dT%H%M%SZ").to_string();
     let written = report.write(&cli.out, &stamp)?;
-    println!("{}", markdown::table(&report));
+    println!("{}", summary::table(&report));
     println!("report: {}", written.markdown.display());
     println!("json:   {}", written.json.display());
     if let Some(svg) = written.svg {
@@ -238,7 +240,7 @@ async fn measure(bench: &Bench) -> anyhow::Result<Report> {
         },
         ceiling,
         dedup_table,
-        resources: Resources::of(&consumer_runs, &rest_runs, peak_rss_kib),
+        resources: Resources::of((&natural, &dedup), &consumer_runs, &rest_runs, peak_rss_kib),
         consumer: ConsumerSummary {
             series: consumer,
             runs: consumer_runs,

@@ -6,15 +6,15 @@ use std::fmt::Write;
 use crate::report::Report;
 use crate::stats::Latency;
 
-fn num(value: f64) -> String {
+pub(crate) fn num(value: f64) -> String {
     format!("{value:.0}")
 }
 
-fn times(value: Option<f64>) -> String {
+pub(crate) fn times(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".into(), |v| format!("{v:.2}×"))
 }
 
-fn secs(value: Option<f64>) -> String {
+pub(crate) fn secs(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".into(), |v| format!("{v:.3} s"))
 }
 
@@ -151,9 +151,35 @@ pub fn render(report: &Report, svg: Option<&str>) -> String {
     let _ = writeln!(
         md,
         "\nCPU during the timed consumer and REST runs ({:.1} s × {} cores): service {:.1} s, \
-         Postgres {:.1} s, RabbitMQ {:.1} s, bench clients {:.1} s, other processes {:.1} s, idle {:.1} s.",
-        c.wall_s, c.cores, c.service_s, c.postgres_s, c.rabbitmq_s, c.bench_s, c.other_s, c.idle_s
+         Postgres {:.1} s, RabbitMQ {:.1} s, bench clients {:.1} s, kernel interrupts {:.1} s, \
+         other processes {:.1} s, idle {:.1} s.",
+        c.wall_s,
+        c.cores,
+        c.service_s,
+        c.postgres_s,
+        c.rabbitmq_s,
+        c.bench_s,
+        c.interrupts_s,
+        c.other_s,
+        c.idle_s
     );
+    md.push_str(
+        "\n| CPU per operation (ms) | service | Postgres | RabbitMQ | bench client | kernel irq | total |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let t = &res.cpu_per_operation;
+    for (name, c) in [
+        ("ceiling transaction", &t.ceiling),
+        ("dedup-table transaction", &t.dedup_table),
+        ("consumer message", &t.consumer),
+        ("REST request", &t.rest),
+    ] {
+        let _ = writeln!(
+            md,
+            "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            c.service_ms, c.postgres_ms, c.rabbitmq_ms, c.bench_ms, c.interrupts_ms, c.total_ms
+        );
+    }
     if let Some(scaling) = &report.scaling {
         md.push_str("\n## Scaling\n\n");
         if let Some(svg) = svg {
@@ -179,69 +205,6 @@ pub fn render(report: &Report, svg: Option<&str>) -> String {
         }
     }
     md
-}
-
-/// The summary printed on stdout.
-pub fn table(report: &Report) -> String {
-    let r = &report.ratios;
-    let res = &report.resources;
-    let mut out = String::new();
-    let rows = [
-        (
-            "ceiling (raw sqlx)",
-            format!("{} tx/s", num(report.ceiling.median)),
-            "1.00×".to_owned(),
-        ),
-        (
-            "dedup-table design",
-            format!("{} tx/s", num(report.dedup_table.median)),
-            format!("natural/dedup {}", times(r.natural_over_dedup_table)),
-        ),
-        (
-            "consumer (service)",
-            format!("{} msgs/s", num(report.consumer.series.median)),
-            times(r.consumer_over_ceiling),
-        ),
-        (
-            "REST (service)",
-            format!("{} req/s", num(report.rest.series.median)),
-            times(r.rest_over_ceiling),
-        ),
-    ];
-    let _ = writeln!(
-        out,
-        "{:<22} {:>14}  ratio to ceiling",
-        "measurement", "median"
-    );
-    for (name, value, ratio) in rows {
-        let _ = writeln!(out, "{name:<22} {value:>14}  {ratio}");
-    }
-    if let Some(l) = &report.rest.latency {
-        let _ = writeln!(
-            out,
-            "REST latency ms        p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
-            l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms
-        );
-    }
-    let d = &report.duplicates;
-    let _ = writeln!(
-        out,
-        "rows per duplicate     AMQP {} ({} dups)  REST {} ({} dups)",
-        d.amqp.rows_per_duplicate, d.amqp.duplicates, d.rest.rows_per_duplicate, d.rest.duplicates
-    );
-    let _ = writeln!(
-        out,
-        "service peak RSS       {:.1} MiB; CPU per 1000 msgs {}, per 1000 requests {}",
-        res.peak_rss_mib,
-        secs(res.consumer_cpu_s_per_1000_messages),
-        secs(res.rest_cpu_s_per_1000_requests)
-    );
-    let _ = writeln!(
-        out,
-        "other load             {:.0} % of the machine during timed runs",
-        res.other_load_share * 100.0
-    );
-    out
 }
 
 #[cfg(test)]
@@ -278,21 +241,13 @@ mod tests {
     }
 
     #[test]
-    fn without_a_chart_there_is_no_image_link() {
-        assert!(!render(&sample(), None).contains("!["));
+    fn the_cpu_cost_of_each_operation_is_tabulated() {
+        let md = render(&sample(), None);
+        assert!(md.contains("| REST request | 0.300 | 0.550 | 0.000 | 0.050 | 0.000 | 0.900 |"));
     }
 
     #[test]
-    fn the_stdout_table_lists_every_measurement() {
-        let table = table(&sample());
-        for needle in [
-            "ceiling (raw sqlx)",
-            "dedup-table design",
-            "consumer (service)",
-            "REST (service)",
-            "0.80×",
-        ] {
-            assert!(table.contains(needle), "{needle} missing from\n{table}");
-        }
+    fn without_a_chart_there_is_no_image_link() {
+        assert!(!render(&sample(), None).contains("!["));
     }
 }

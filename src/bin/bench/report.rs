@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
+use crate::ceiling;
 use crate::consumer;
+use crate::cpu::{CpuPerOp, CpuSplit};
 use crate::duplicates::Duplicates;
 use crate::machine::Machine;
 use crate::markdown;
-use crate::resources::CpuSplit;
 use crate::rest::{ClosedLoop, OpenLoop};
 use crate::stats::{Latency, Series, median, ratio};
 use crate::svg::{Line, line_chart};
@@ -98,10 +99,50 @@ pub struct Resources {
     /// Share of the machine used by processes other than the service, Postgres, RabbitMQ and
     /// the bench during those runs: how much the measurement was disturbed.
     pub other_load_share: f64,
+    /// CPU one operation costs, by process (median of repetitions): on a saturated machine,
+    /// throughput is the cores divided by this.
+    pub cpu_per_operation: CpuTable,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuTable {
+    pub ceiling: CpuPerOp,
+    pub dedup_table: CpuPerOp,
+    pub consumer: CpuPerOp,
+    pub rest: CpuPerOp,
 }
 
 impl Resources {
-    pub fn of(consumer: &[consumer::Run], rest: &[ClosedLoop], peak_rss_kib: u64) -> Self {
+    pub fn of(
+        ceiling: (&[ceiling::Run], &[ceiling::Run]),
+        consumer: &[consumer::Run],
+        rest: &[ClosedLoop],
+        peak_rss_kib: u64,
+    ) -> Self {
+        let transactions = |runs: &[ceiling::Run]| {
+            CpuPerOp::median_of(
+                &runs
+                    .iter()
+                    .map(|r| r.cpu.per_op(r.transactions))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let cpu_per_operation = CpuTable {
+            ceiling: transactions(ceiling.0),
+            dedup_table: transactions(ceiling.1),
+            consumer: CpuPerOp::median_of(
+                &consumer
+                    .iter()
+                    .map(|r| r.cpu.per_op(r.deliveries))
+                    .collect::<Vec<_>>(),
+            ),
+            rest: CpuPerOp::median_of(
+                &rest
+                    .iter()
+                    .map(|r| r.cpu.per_op(r.requests))
+                    .collect::<Vec<_>>(),
+            ),
+        };
         let mut cpu_split = CpuSplit::default();
         for split in consumer
             .iter()
@@ -123,6 +164,7 @@ impl Resources {
             ),
             other_load_share: cpu_split.other_share(),
             cpu_split,
+            cpu_per_operation,
         }
     }
 }

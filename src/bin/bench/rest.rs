@@ -14,7 +14,7 @@ use sqlx::Connection;
 
 use crate::Bench;
 use crate::client::Http;
-use crate::resources::{CpuMeter, CpuSplit};
+use crate::cpu::{CpuMeter, CpuSplit};
 use crate::scratch::Db;
 use crate::service::{Service, Spec};
 use crate::stats::{Latency, latency_histogram, rate, record};

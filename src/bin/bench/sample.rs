@@ -1,11 +1,12 @@
 //! A small, complete report for the rendering tests (test builds only).
 
+use crate::cpu::{CpuPerOp, CpuSplit};
 use crate::duplicates::{Cost, Duplicates};
 use crate::machine::Machine;
 use crate::report::{
-    ConsumerSummary, Ratios, Report, Resources, RestSummary, RowsPerPayment, Scaling, Settings,
+    ConsumerSummary, CpuTable, Ratios, Report, Resources, RestSummary, RowsPerPayment, Scaling,
+    Settings,
 };
-use crate::resources::CpuSplit;
 use crate::stats::{Latency, Series};
 
 pub fn sample() -> Report {
@@ -87,6 +88,12 @@ pub fn sample() -> Report {
             rest_cpu_s_per_1000_requests: Some(0.35),
             cpu_split: CpuSplit::default(),
             other_load_share: 0.05,
+            cpu_per_operation: CpuTable {
+                ceiling: per_op(0.0, 0.5, 0.1),
+                dedup_table: per_op(0.0, 0.6, 0.1),
+                consumer: per_op(0.2, 0.45, 0.0),
+                rest: per_op(0.3, 0.55, 0.05),
+            },
         },
         scaling: Some(Scaling {
             levels: vec![1, 2, 4],
@@ -94,5 +101,16 @@ pub fn sample() -> Report {
             consumer_msgs_per_s: vec![250.0, 450.0, 700.0],
             rest_req_per_s: vec![200.0, 380.0, 600.0],
         }),
+    }
+}
+
+fn per_op(service_ms: f64, postgres_ms: f64, bench_ms: f64) -> CpuPerOp {
+    CpuPerOp {
+        service_ms,
+        postgres_ms,
+        rabbitmq_ms: 0.0,
+        bench_ms,
+        interrupts_ms: 0.0,
+        total_ms: service_ms + postgres_ms + bench_ms,
     }
 }

@@ -59,6 +59,12 @@ impl Scratch {
             .connect(postgres_url)
             .await
             .with_context(|| format!("cannot reach Postgres at {postgres_url}"))?;
+        if let Ok(data_directory) = sqlx::query_scalar::<_, String>("SHOW data_directory")
+            .fetch_one(&admin)
+            .await
+        {
+            crate::resources::find_postmaster(&data_directory);
+        }
         let connection = connect(amqp_url, "order-service-bench")
             .await
             .with_context(|| format!("cannot reach RabbitMQ at {amqp_url}"))?;
