@@ -21,10 +21,17 @@ pub struct PlaceOrderRequest {
     /// Optional client-chosen id; generated (UUIDv7) when absent.
     pub id: Option<Uuid>,
     /// 1–64 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
+    )]
     pub customer_id: String,
     /// 1 … 10^12 minor units.
+    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
     pub amount_minor: i64,
     /// ISO 4217, three upper-case letters.
+    #[schema(pattern = "^[A-Z]{3}$", example = "EUR")]
     pub currency: String,
 }
 
@@ -43,8 +50,17 @@ impl PlaceOrderRequest {
 #[schema(example = json!({"transfer_id": "tr_1Nv0FGQ9", "amount_minor": 4999, "currency": "EUR"}))]
 pub struct PaymentRequest {
     /// The payment provider's transfer id (1–128 characters), unique across the ledger.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
+    )]
     pub transfer_id: String,
+    /// 1 … 10^12 minor units.
+    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
     pub amount_minor: i64,
+    /// ISO 4217, three upper-case letters; the order's currency.
+    #[schema(pattern = "^[A-Z]{3}$", example = "EUR")]
     pub currency: String,
 }
 
@@ -63,8 +79,18 @@ impl PaymentRequest {
 #[schema(example = json!({"carrier": "DHL", "tracking_number": "JD014600006281234567"}))]
 pub struct ShipRequest {
     /// 1–64 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
+    )]
     pub carrier: String,
     /// 1–64 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
+    )]
     pub tracking_number: String,
 }
 
@@ -79,6 +105,11 @@ impl ShipRequest {
 #[schema(example = json!({"reason": "customer changed their mind"}))]
 pub struct CancelRequest {
     /// 1–500 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
+    )]
     pub reason: String,
 }
 

@@ -57,6 +57,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .split_for_parts();
     openapi::secure(&mut document);
     openapi::link(&mut document);
+    openapi::constrain_headers(&mut document);
     (router, document)
 }
 

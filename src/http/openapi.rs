@@ -4,11 +4,13 @@
 use axum::http::Method;
 use utoipa::OpenApi;
 use utoipa::openapi::link::LinkBuilder;
+use utoipa::openapi::path::ParameterIn;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{Content, Header, Ref, RefOr, Response, ResponseBuilder};
+use utoipa::openapi::{Content, Header, ObjectBuilder, Ref, RefOr, Response, ResponseBuilder};
 
 use super::auth::required_scope;
 use super::problem::Problem;
+use crate::domain::IdempotencyKey;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -113,6 +115,39 @@ fn problem_response(description: &str, challenge: bool) -> RefOr<Response> {
         response.header("Retry-After", Header::new(string()))
     };
     RefOr::T(response.build())
+}
+
+/// The request headers as their extractors accept them, declared once for every operation that
+/// takes them (so generated clients and fuzzers send values the API accepts): `Idempotency-Key`
+/// as `IdempotencyKey::parse` reads it, `If-Match` as an ETag of this API or `*`.
+pub(super) fn constrain_headers(document: &mut utoipa::openapi::OpenApi) {
+    let string = |max_length: Option<usize>, pattern: &str| {
+        ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .min_length(Some(1))
+            .max_length(max_length)
+            .pattern(Some(pattern))
+            .build()
+    };
+    for item in document.paths.paths.values_mut() {
+        let Some(operation) = item.post.as_mut() else {
+            continue;
+        };
+        for parameter in operation.parameters.iter_mut().flatten() {
+            let RefOr::T(parameter) = parameter else {
+                continue;
+            };
+            if parameter.parameter_in != ParameterIn::Header {
+                continue;
+            }
+            let schema = match parameter.name.to_ascii_lowercase().as_str() {
+                "idempotency-key" => string(Some(IdempotencyKey::MAX_LEN), "^[\\x20-\\x7E]+$"),
+                "if-match" => string(None, "^[ \\t]*(\\*|\"[+-]?[0-9]+\")[ \\t]*$"),
+                _ => continue,
+            };
+            parameter.schema = Some(RefOr::T(schema.into()));
+        }
+    }
 }
 
 /// Links from a placed order to the operations on it, so clients (and stateful testers such as
