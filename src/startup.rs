@@ -131,7 +131,11 @@ fn http_settings(config: &Config) -> anyhow::Result<HttpSettings> {
     let auth = auth::from_config(&config.auth, config.http_addr)?;
     match &auth {
         AuthMode::Enforced(clients) => {
-            let ids: Vec<&str> = clients.client_ids().map(|id| id.as_str()).collect();
+            let ids: Vec<&str> = clients
+                .client_ids()
+                .into_iter()
+                .map(|id| id.as_str())
+                .collect();
             tracing::info!(clients = ?ids, "API authentication enforced");
         }
         AuthMode::Open if config.auth.disabled => tracing::warn!(

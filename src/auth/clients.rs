@@ -163,7 +163,7 @@ impl ClientRegistry {
         Ok(registry)
     }
 
-    /// The clients of both registries; a client id or token in both is an error.
+    /// The clients of both registries; a token in both is an error.
     pub fn merge(mut self, other: ClientRegistry) -> Result<Self, ConfigError> {
         for (index, (digest, client)) in other.entries.into_iter().enumerate() {
             self.insert(digest, client).map_err(|reason| ConfigError {
@@ -175,13 +175,12 @@ impl ClientRegistry {
         Ok(self)
     }
 
+    /// A client id may hold several tokens (to rotate one without a gap: add the new line, move
+    /// the caller over, remove the old); a token may belong to one client only.
     fn insert(&mut self, digest: TokenDigest, client: Client) -> Result<(), String> {
-        if self.entries.iter().any(|(_, c)| c.id == client.id) {
-            return Err(format!("client {} is configured twice", client.id));
-        }
         if self.entries.iter().any(|(d, _)| *d == digest) {
             return Err(format!(
-                "client {} uses a token already given to another client",
+                "client {} uses a token configured already",
                 client.id
             ));
         }
@@ -197,8 +196,15 @@ impl ClientRegistry {
         self.entries.is_empty()
     }
 
-    pub fn client_ids(&self) -> impl Iterator<Item = &ClientId> {
-        self.entries.iter().map(|(_, c)| &c.id)
+    /// Each configured client id once, in configuration order.
+    pub fn client_ids(&self) -> Vec<&ClientId> {
+        let mut ids: Vec<&ClientId> = Vec::new();
+        for (_, client) in &self.entries {
+            if !ids.contains(&&client.id) {
+                ids.push(&client.id);
+            }
+        }
+        ids
     }
 
     /// The client holding `token`, if any. The token's digest is compared with every configured
@@ -318,13 +324,7 @@ mod tests {
     }
 
     #[test]
-    fn a_client_or_token_configured_twice_is_refused() {
-        let twice = format!(
-            "{};{}",
-            line("a", "t1", "orders:read"),
-            line("a", "t2", "orders:read")
-        );
-        assert!(ClientRegistry::parse(&twice, "x").is_err());
+    fn a_token_configured_twice_is_refused() {
         let shared = format!(
             "{};{}",
             line("a", "t", "orders:read"),
@@ -332,8 +332,21 @@ mod tests {
         );
         assert!(ClientRegistry::parse(&shared, "x").is_err());
         let one = ClientRegistry::parse(&line("a", "t1", "orders:read"), "x").unwrap();
-        let same = ClientRegistry::parse(&line("a", "t2", "orders:read"), "y").unwrap();
-        assert!(one.merge(same).is_err());
+        let again = ClientRegistry::parse(&line("b", "t1", "orders:write"), "y").unwrap();
+        assert!(one.merge(again).is_err());
+    }
+
+    #[test]
+    fn a_client_may_hold_two_tokens_while_one_is_rotated() {
+        let both = format!(
+            "{};{}",
+            line("shop", "old", "orders:read,orders:write"),
+            line("shop", "new", "orders:read,orders:write")
+        );
+        let registry = ClientRegistry::parse(&both, "x").unwrap();
+        assert_eq!(registry.authenticate("old").unwrap().id.as_str(), "shop");
+        assert_eq!(registry.authenticate("new").unwrap().id.as_str(), "shop");
+        assert_eq!(registry.client_ids().len(), 1);
     }
 
     #[test]
