@@ -48,6 +48,11 @@ pub struct Cli {
     #[arg(long)]
     pub skip_scaling: bool,
 
+    /// Extra `NAME=VALUE` environment for every service process (repeatable), for experiments
+    /// such as `--service-env DB_MAX_CONNECTIONS=32`; recorded in the report.
+    #[arg(long = "service-env", value_parser = parse_env)]
+    pub service_env: Vec<(String, String)>,
+
     /// Postgres server (the bench creates, and drops at the end, databases of its own).
     #[arg(
         long,
@@ -74,6 +79,13 @@ fn parse_share(text: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err("expected NAME=VALUE".into()),
+    }
+}
+
 /// What each phase does, after `--quick` is applied.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -90,6 +102,8 @@ pub struct Plan {
     pub scaling_orders: usize,
     /// Orders (and REST payments) of the duplicates phase.
     pub duplicate_orders: usize,
+    /// Extra environment of every service process.
+    pub service_env: Vec<(String, String)>,
 }
 
 impl Plan {
@@ -105,6 +119,7 @@ impl Plan {
                 scaling_duration: Duration::from_millis(300),
                 scaling_orders: 20,
                 duplicate_orders: 20,
+                service_env: cli.service_env.clone(),
             };
         }
         let duration = Duration::from_secs_f64(cli.duration.max(0.1));
@@ -122,6 +137,7 @@ impl Plan {
             scaling_duration: (duration / 2).max(Duration::from_secs(1)),
             scaling_orders: (cli.orders / 4).max(50),
             duplicate_orders: cli.orders.clamp(1, 1_000),
+            service_env: cli.service_env.clone(),
         }
     }
 
@@ -158,6 +174,7 @@ mod tests {
     fn a_share_of_one_or_more_is_refused() {
         assert!(Cli::try_parse_from(["b", "--duplicates", "1"]).is_err());
         assert!(Cli::try_parse_from(["b", "--repetitions", "0"]).is_err());
+        assert!(Cli::try_parse_from(["b", "--service-env", "NO_VALUE"]).is_err());
     }
 
     #[test]

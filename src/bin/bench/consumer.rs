@@ -53,6 +53,7 @@ pub async fn run(
         amqp: &amqp,
         amqp_url: &scratch.amqp_url,
         prefetch,
+        env: &bench.plan.service_env,
         log: scratch.log_dir.join(format!("{label}.log")),
     })
     .await?;

@@ -131,6 +131,7 @@ async fn start(bench: &Bench, db: &Db, amqp: &AmqpConfig, label: &str) -> anyhow
         amqp,
         amqp_url: &bench.scratch.amqp_url,
         prefetch: None,
+        env: &bench.plan.service_env,
         log: bench.scratch.log_dir.join(format!("{label}.log")),
     })
     .await?;

@@ -232,6 +232,11 @@ async fn measure(bench: &Bench) -> anyhow::Result<Report> {
             service_prefetch: service_default("prefetch").parse().unwrap_or(0),
             service_pool: service_default("db_max_connections").parse().unwrap_or(0),
             service_bin: bench.service_bin.display().to_string(),
+            service_env: plan
+                .service_env
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
         },
         ratios: Ratios::of(&ceiling, &dedup_table, &consumer, &rest),
         rows_per_payment: RowsPerPayment {

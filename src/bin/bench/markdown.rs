@@ -44,6 +44,9 @@ pub fn render(report: &Report, svg: Option<&str>) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# order-service benchmark, {}\n", report.started_at);
     let _ = writeln!(md, "Command: `{}`  ", report.command);
+    if !s.service_env.is_empty() {
+        let _ = writeln!(md, "Service environment: `{}`  ", s.service_env.join(" "));
+    }
     let _ = writeln!(
         md,
         "Machine: {} cores ({}), {:.1} GiB, Linux {}; PostgreSQL {} ({}); RabbitMQ {}; revision `{}`  ",

@@ -27,6 +27,8 @@ pub struct Settings {
     pub service_prefetch: u16,
     pub service_pool: u32,
     pub service_bin: String,
+    /// `--service-env` overrides of the service's defaults.
+    pub service_env: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -38,6 +38,7 @@ impl Target {
             amqp: &amqp,
             amqp_url: &scratch.amqp_url,
             prefetch: None,
+            env: &bench.plan.service_env,
             log: scratch.log_dir.join(format!("{label}.log")),
         })
         .await?;

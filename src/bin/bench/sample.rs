@@ -52,6 +52,7 @@ pub fn sample() -> Report {
             service_prefetch: 64,
             service_pool: 16,
             service_bin: "target/release/order-service".into(),
+            service_env: vec![],
         },
         ratios: Ratios::of(&ceiling, &dedup_table, &consumer, &rest),
         rows_per_payment: RowsPerPayment {

@@ -24,6 +24,8 @@ pub struct Spec<'a> {
     pub amqp_url: &'a str,
     /// `AMQP_PREFETCH`; the service's default (64) when `None`.
     pub prefetch: Option<u16>,
+    /// Extra environment (`--service-env`).
+    pub env: &'a [(String, String)],
     pub log: PathBuf,
 }
 
@@ -66,6 +68,7 @@ impl Service {
         if let Some(prefetch) = spec.prefetch {
             command.env("AMQP_PREFETCH", prefetch.to_string());
         }
+        command.envs(spec.env.iter().map(|(k, v)| (k, v)));
         let child = command
             .spawn()
             .with_context(|| format!("cannot start {}", spec.bin.display()))?;
