@@ -10,8 +10,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use sqlx::postgres::PgConnectOptions;
-use sqlx::{Connection, Executor, PgConnection, PgPool};
+use sqlx::PgPool;
 use tokio::sync::{Mutex, MutexGuard};
 use tower::ServiceExt;
 use uuid::Uuid;
@@ -20,12 +19,14 @@ use order_service::app::App;
 use order_service::http::{self, AppState};
 use order_service::{store, telemetry};
 
-pub const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+pub use crate::common::ADMIN_URL;
+use crate::common::TestDb;
 
 pub struct TestApp {
     pub router: Router,
     pub pool: PgPool,
-    pub db_name: String,
+    /// The test's database; dropping it drops the database.
+    pub db: TestDb,
 }
 
 /// A router driven in-process, without a database of its own.
@@ -109,13 +110,10 @@ impl TestApp {
     }
 
     pub async fn spawn_with_lock_timeout(lock_timeout: Duration) -> Self {
-        let db_name = format!("order_service_test_{}", Uuid::new_v4().simple());
-        let url = format!("postgres://postgres@127.0.0.1:5432/{db_name}");
-        let options = store::connect_options(&url, lock_timeout).expect("valid url");
-        store::prepare_database(&options)
-            .await
-            .expect("create and migrate the test database");
-        let pool = store::pool(options, 80);
+        // 64 concurrent requests need as many connections; `connection_heavy()` keeps two such
+        // tests from running at once.
+        let db = TestDb::create_with_pool(lock_timeout, 70).await;
+        let pool = db.pool.clone();
         let state = AppState {
             app: App::new(pool.clone()),
             metrics: telemetry::metrics(),
@@ -124,7 +122,7 @@ impl TestApp {
         Self {
             router: http::router(state),
             pool,
-            db_name,
+            db,
         }
     }
 
@@ -258,11 +256,7 @@ impl TestApp {
 
     /// `SELECT count(*)` of a whole table.
     pub async fn count(&self, table: &str) -> i64 {
-        let sql = format!("SELECT count(*) FROM {table}");
-        sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-            .fetch_one(&self.pool)
-            .await
-            .expect("count rows")
+        self.db.count(table).await
     }
 
     /// Rows of every table, to prove a rejected request changed nothing.
@@ -331,29 +325,6 @@ impl TestApp {
             .fetch_all(&self.pool)
             .await
             .expect("read outbox")
-    }
-}
-
-impl Drop for TestApp {
-    /// Drops the test database even when the test panicked.
-    fn drop(&mut self) {
-        let db_name = self.db_name.clone();
-        // The pool belongs to the test's runtime, which this thread blocks: do not await it here.
-        // DROP … WITH (FORCE) ends its connections from the server side.
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async move {
-                let options: PgConnectOptions = ADMIN_URL.parse().expect("admin url");
-                if let Ok(mut admin) = PgConnection::connect_with(&options).await {
-                    let sql = format!("DROP DATABASE IF EXISTS \"{db_name}\" WITH (FORCE)");
-                    let _ = admin.execute(sqlx::AssertSqlSafe(sql)).await;
-                }
-            });
-        })
-        .join();
     }
 }
 

@@ -33,8 +33,7 @@ fn with_limits(app: &mut TestApp, limits: Limits) {
 /// A connection of the test's own holding the order's row lock until it is dropped or rolled
 /// back: requests changing the order wait on it.
 async fn lock_order(app: &TestApp, order: Uuid) -> sqlx::PgConnection {
-    let url = format!("postgres://postgres@127.0.0.1:5432/{}", app.db_name);
-    let mut connection = sqlx::PgConnection::connect(&url).await.unwrap();
+    let mut connection = sqlx::PgConnection::connect(&app.db.url).await.unwrap();
     sqlx::query("BEGIN").execute(&mut connection).await.unwrap();
     sqlx::query("SELECT 1 FROM orders WHERE id = $1 FOR UPDATE")
         .bind(order)

@@ -1,5 +1,8 @@
 //! The REST API suite: every endpoint, idempotency, races and bad input, against a real Postgres.
 
+#[path = "../common/mod.rs"]
+mod common;
+
 mod auth;
 mod bad_input;
 mod helpers;

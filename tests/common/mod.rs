@@ -24,15 +24,23 @@ pub struct TestDb {
 }
 
 impl TestDb {
-    pub async fn create(lock_timeout: Duration) -> Self {
+    /// A database with a pool of up to `max_connections`. Tests run two at a time and the
+    /// server allows 100 connections: the pools of two tests must fit, with room to spare for
+    /// the cleanup's admin connection (a blocked test keeps its pool open while it is dropped).
+    pub async fn create_with_pool(lock_timeout: Duration, max_connections: u32) -> Self {
         let name = format!("order_service_test_{}", Uuid::new_v4().simple());
         let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
         let options = store::connect_options(&url, lock_timeout).expect("valid url");
         store::prepare_database(&options)
             .await
             .expect("create and migrate the test database");
-        let pool = store::pool(options, 80);
+        let pool = store::pool(options, max_connections);
         Self { pool, name, url }
+    }
+
+    /// A database with a pool of 24 connections.
+    pub async fn create(lock_timeout: Duration) -> Self {
+        Self::create_with_pool(lock_timeout, 24).await
     }
 
     /// `SELECT count(*)` of a whole table.
@@ -52,9 +60,18 @@ impl Drop for TestDb {
         let name = self.name.clone();
         block_on_detached(async move {
             let options: PgConnectOptions = ADMIN_URL.parse().expect("admin url");
-            if let Ok(mut admin) = PgConnection::connect_with(&options).await {
-                let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
-                let _ = admin.execute(sqlx::AssertSqlSafe(sql)).await;
+            // Retried for up to 30 s: the server may be at max_connections until a test running
+            // beside this one ends, and a pool
+            // still reconnecting (say, behind a test's proxy) can slip a connection in between
+            // FORCE's terminations and the drop.
+            for _ in 0..120 {
+                if let Ok(mut admin) = PgConnection::connect_with(&options).await {
+                    let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+                    if admin.execute(sqlx::AssertSqlSafe(sql)).await.is_ok() {
+                        return;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
             }
         });
     }
