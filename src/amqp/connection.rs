@@ -15,6 +15,8 @@ pub enum AmqpError {
     Nacked,
     #[error("the connection to the broker is gone")]
     Disconnected,
+    #[error("the broker did not confirm in time (is it blocking publishers?)")]
+    Timeout,
 }
 
 pub async fn connect(url: &str, name: &str) -> lapin::Result<Connection> {

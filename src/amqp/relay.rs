@@ -27,6 +27,10 @@ use crate::store::outbox::{self, NOTIFY_CHANNEL, PendingEvent};
 /// Rows deleted per pruning statement, to keep each delete short.
 const PRUNE_BATCH: i64 = 1_000;
 
+/// How long a batch may take to be published and confirmed before the relay gives up on the
+/// connection (the rows stay unpublished and go again after the reconnect).
+const BATCH_DEADLINE: Duration = Duration::from_secs(30);
+
 pub struct Relay {
     pool: PgPool,
     url: String,
@@ -177,14 +181,25 @@ impl Relay {
         if events.is_empty() {
             return Ok(0);
         }
+        // A broker that blocks publishers (a memory or disk alarm) must not hold the lease, and
+        // with it every instance's relay, forever: past the deadline the batch ends as a failure.
+        let deadline = tokio::time::Instant::now() + BATCH_DEADLINE;
         let mut pending = Vec::with_capacity(events.len());
         for event in &events {
-            pending.push(publish(channel, &self.exchange, event).await?);
+            let published =
+                tokio::time::timeout_at(deadline, publish(channel, &self.exchange, event))
+                    .await
+                    .map_err(|_| AmqpError::Timeout)??;
+            pending.push(published);
         }
         let mut confirmed = Vec::with_capacity(events.len());
         let mut failure = None;
         for (event, confirm) in events.iter().zip(pending) {
-            match confirm.await {
+            let Ok(confirm) = tokio::time::timeout_at(deadline, confirm).await else {
+                failure = Some(AmqpError::Timeout);
+                break;
+            };
+            match confirm {
                 Ok(confirmation) if confirmation.is_ack() => {
                     confirmed.push(event.id);
                     let latency = (chrono::Utc::now() - event.created_at)

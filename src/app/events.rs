@@ -59,7 +59,9 @@ pub(super) async fn write_change(
     transfer_id: Option<&TransferId>,
     cause: &Cause,
 ) -> Result<Option<Order>, AppError> {
-    let Some(order) = orders::apply(conn, change).await? else {
+    // No row: another writer moved the order first. A serialization failure or deadlock is the
+    // same news.
+    let Some(order) = lost_race(orders::apply(conn, change).await)?.flatten() else {
         return Ok(None);
     };
     let history = NewTransition {

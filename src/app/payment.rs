@@ -5,6 +5,7 @@ use super::replay::prior_change;
 use super::{App, AppError, Attempt, Outcome};
 use crate::domain::{Cause, Decision, LedgerEntry, Order, Payment, TransferId};
 use crate::store::transfers::{self, Recorded};
+use crate::store::transitions::KeyedChange;
 use crate::store::{StoreError, orders};
 
 /// What a recorded payment returns: the order after it, and the ledger entry.
@@ -24,14 +25,7 @@ impl App {
     ) -> Result<Outcome<Receipt>, AppError> {
         let outcome = in_transaction!(self, |conn| {
             if let Some(prior) = prior_change(conn, cause).await? {
-                let transfer_id = prior
-                    .transfer_id
-                    .as_deref()
-                    .map(TransferId::parse)
-                    .transpose()
-                    .map_err(|e| AppError::Unexpected(e.to_string()))?
-                    .ok_or_else(|| AppError::Unexpected("keyed payment has no transfer".into()))?;
-                let receipt = receipt(conn, &transfer_id).await?;
+                let receipt = replayed(conn, &prior).await?;
                 return Ok(Attempt::Done(Outcome::Replayed((receipt, None))));
             }
             // The ledger insert comes first: a concurrent insert of the same transfer makes it
@@ -39,6 +33,12 @@ impl App {
             let entry = match transfers::record(conn, &payment, cause.source()).await {
                 Ok(Recorded::New(entry)) => entry,
                 Ok(Recorded::Existing(recorded)) => {
+                    // The insert may have waited for a twin carrying this request's key: now
+                    // that it committed, its key decides (replay, or 422 for another body).
+                    if let Some(prior) = prior_change(conn, cause).await? {
+                        let receipt = replayed(conn, &prior).await?;
+                        return Ok(Attempt::Done(Outcome::Replayed((receipt, None))));
+                    }
                     return match payment.decide_against(&recorded.payment) {
                         Ok(Decision::AlreadyApplied) => {
                             let receipt = receipt(conn, &payment.transfer_id).await?;
@@ -77,6 +77,18 @@ impl App {
         }
         Ok(outcome.map(|(receipt, _)| receipt))
     }
+}
+
+/// The current receipt of the payment a request's key already recorded.
+async fn replayed(conn: &mut sqlx::PgConnection, prior: &KeyedChange) -> Result<Receipt, AppError> {
+    let transfer_id = prior
+        .transfer_id
+        .as_deref()
+        .map(TransferId::parse)
+        .transpose()
+        .map_err(|e| AppError::Unexpected(e.to_string()))?
+        .ok_or_else(|| AppError::Unexpected("keyed payment has no transfer".into()))?;
+    receipt(conn, &transfer_id).await
 }
 
 async fn receipt(

@@ -34,8 +34,8 @@ impl App {
                     )),
                 };
             }
-            let Some(order) = orders::insert(conn, &new.clone().into_order(Utc::now())).await?
-            else {
+            let inserted = orders::insert(conn, &new.clone().into_order(Utc::now())).await;
+            let Some(order) = lost_race(inserted)?.flatten() else {
                 return Ok(Attempt::Lost);
             };
             let history = NewTransition {

@@ -523,3 +523,35 @@ async fn a_payment_that_cannot_get_the_order_within_the_bounded_wait_is_409_with
     assert!(!retry.is_replay());
     assert_eq!(app.row(order).await.status, "PAID");
 }
+
+#[tokio::test]
+async fn a_key_reused_for_another_payment_while_the_first_is_in_flight_is_422() {
+    // Found in review: the second request's ledger insert waited for the first, found the
+    // transfer recorded with another amount and answered 409 before looking at its key again.
+    let app = TestApp::spawn().await;
+    let order = app.placed_order(1000).await;
+    let path = format!("/v1/orders/{order}/payments");
+    let lock = lock_order(&app, order).await;
+
+    // The first request records transfer t-1 and then waits on the order row.
+    let (hundred, fifty) = (
+        payment_body("t-1", 100, "EUR"),
+        payment_body("t-1", 50, "EUR"),
+    );
+    let first = app.post(&path, "K", &hundred);
+    let second = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        // Same key, same transfer, another amount: it waits on the first one's ledger row.
+        let second = app.post(&path, "K", &fifty);
+        let release = async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            lock.rollback().await.unwrap();
+        };
+        tokio::join!(second, release).0
+    };
+    let (first, second) = tokio::join!(first, second);
+
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+    second.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(app.count("transfers").await, 1);
+}
