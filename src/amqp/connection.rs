@@ -3,6 +3,9 @@
 use std::time::Duration;
 
 use lapin::{Connection, ConnectionProperties};
+use tokio_util::sync::CancellationToken;
+
+use crate::health::Signal;
 
 /// A broker-side failure of a session; the session ends and reconnects.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +20,37 @@ pub enum AmqpError {
     Disconnected,
     #[error("the broker did not confirm in time (is it blocking publishers?)")]
     Timeout,
+}
+
+/// Runs `session` until it ends cleanly or `shutdown` fires. After a failure it lowers `ready`,
+/// waits a growing delay (250 ms doubling to 30 s, from the start again whenever the failed
+/// session had connected, i.e. raised `ready`) and starts a new session. `name` labels the logs.
+pub async fn reconnecting<Fut>(
+    name: &str,
+    ready: &Signal,
+    shutdown: &CancellationToken,
+    mut session: impl FnMut() -> Fut,
+) where
+    Fut: Future<Output = Result<(), AmqpError>>,
+{
+    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(30));
+    while !shutdown.is_cancelled() {
+        let Err(error) = session().await else {
+            break;
+        };
+        if ready.is_ready() {
+            backoff.reset();
+        }
+        ready.set(false);
+        let delay = backoff.next_delay();
+        tracing::warn!(%error, retry_in = ?delay, "{name} disconnected from the broker");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = shutdown.cancelled() => break,
+        }
+    }
+    ready.set(false);
+    tracing::info!("{name} stopped");
 }
 
 pub async fn connect(url: &str, name: &str) -> lapin::Result<Connection> {

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::connection::{AmqpError, Backoff, connect};
+use super::connection::{AmqpError, Backoff, connect, reconnecting};
 use super::decision::{Disposition, decide};
 use super::envelope::{self, Envelope, InboundEvent};
 use super::topology::Topology;
@@ -96,31 +96,14 @@ impl Consumer {
 
     /// Consumes until `shutdown`, reconnecting (and re-declaring the topology) after failures.
     pub async fn run(self, shutdown: CancellationToken) {
-        let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(30));
-        while !shutdown.is_cancelled() {
-            match self.session(&shutdown, &mut backoff).await {
-                Ok(()) => break,
-                Err(error) => {
-                    self.ready.set(false);
-                    let delay = backoff.next_delay();
-                    tracing::warn!(%error, retry_in = ?delay, "amqp consumer disconnected");
-                    tokio::select! {
-                        () = tokio::time::sleep(delay) => {}
-                        () = shutdown.cancelled() => break,
-                    }
-                }
-            }
-        }
-        self.ready.set(false);
-        tracing::info!("amqp consumer stopped");
+        reconnecting("amqp consumer", &self.ready, &shutdown, || {
+            self.session(&shutdown)
+        })
+        .await;
     }
 
     /// One connection's life: declare, consume, and on its end wait for in-flight messages.
-    async fn session(
-        &self,
-        shutdown: &CancellationToken,
-        backoff: &mut Backoff,
-    ) -> Result<(), AmqpError> {
+    async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
         let connection = connect(&self.url, "order-service consumer").await?;
         let channel = connection.create_channel().await?;
         let publisher = connection.create_channel().await?;
@@ -141,7 +124,6 @@ impl Consumer {
             )
             .await?;
         self.ready.set(true);
-        backoff.reset();
         tracing::info!(queue = %self.topology.inbox, prefetch = self.config.prefetch, "consuming");
 
         // Cancelled when this session ends, so handlers waiting on the database give up their
@@ -181,7 +163,6 @@ impl Consumer {
         in_flight.close();
         in_flight.wait().await;
         session.cancel();
-        self.ready.set(false);
         let _ = connection.close(200, "bye".into()).await;
         ended
     }

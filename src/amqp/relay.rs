@@ -18,7 +18,7 @@ use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{AmqpError, Backoff, connect};
+use super::connection::{AmqpError, Backoff, connect, reconnecting};
 use crate::config::RelayConfig;
 use crate::health::Signal;
 use crate::store::StoreError;
@@ -79,31 +79,17 @@ impl Relay {
 
     /// Publishes until `shutdown`, reconnecting to the broker with backoff after failures.
     pub async fn run(self, shutdown: CancellationToken) {
-        let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(30));
-        while !shutdown.is_cancelled() {
-            match self.session(&shutdown, &mut backoff).await {
-                Ok(()) => break,
-                Err(error) => {
-                    self.ready.set(false);
-                    metrics::counter!("outbox_relay_failures_total").increment(1);
-                    let delay = backoff.next_delay();
-                    tracing::warn!(%error, retry_in = ?delay, "outbox relay disconnected from the broker");
-                    tokio::select! {
-                        () = tokio::time::sleep(delay) => {}
-                        () = shutdown.cancelled() => break,
-                    }
-                }
+        reconnecting("outbox relay", &self.ready, &shutdown, || async {
+            let ended = self.session(&shutdown).await;
+            if ended.is_err() {
+                metrics::counter!("outbox_relay_failures_total").increment(1);
             }
-        }
-        self.ready.set(false);
-        tracing::info!("outbox relay stopped");
+            ended
+        })
+        .await;
     }
 
-    async fn session(
-        &self,
-        shutdown: &CancellationToken,
-        backoff: &mut Backoff,
-    ) -> Result<(), AmqpError> {
+    async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
         let connection = connect(&self.url, "order-service outbox relay").await?;
         let channel = connection.create_channel().await?;
         channel
@@ -111,7 +97,6 @@ impl Relay {
             .await?;
         super::topology::declare_outbound(&channel, &self.exchange).await?;
         self.ready.set(true);
-        backoff.reset();
         tracing::info!(exchange = %self.exchange, "outbox relay publishing");
 
         // The relay is idle most of the time: watch the connection so an outage lowers readiness
@@ -158,7 +143,6 @@ impl Relay {
                 },
             }
         };
-        self.ready.set(false);
         let _ = connection.close(200, "bye".into()).await;
         result
     }
