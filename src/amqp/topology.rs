@@ -49,34 +49,9 @@ impl Topology {
     }
 
     pub async fn declare(&self, channel: &Channel) -> lapin::Result<()> {
-        let durable = ExchangeDeclareOptions {
-            durable: true,
-            ..ExchangeDeclareOptions::default()
-        };
-        channel
-            .exchange_declare(
-                name(&self.inbound_exchange),
-                ExchangeKind::Topic,
-                durable,
-                FieldTable::default(),
-            )
-            .await?;
-        channel
-            .exchange_declare(
-                name(&self.outbound_exchange),
-                ExchangeKind::Topic,
-                durable,
-                FieldTable::default(),
-            )
-            .await?;
-        channel
-            .exchange_declare(
-                name(&self.dead_letter_exchange),
-                ExchangeKind::Fanout,
-                durable,
-                FieldTable::default(),
-            )
-            .await?;
+        declare_exchange(channel, &self.inbound_exchange, ExchangeKind::Topic).await?;
+        declare_outbound(channel, &self.outbound_exchange).await?;
+        declare_exchange(channel, &self.dead_letter_exchange, ExchangeKind::Fanout).await?;
 
         let durable_queue = QueueDeclareOptions {
             durable: true,
@@ -160,16 +135,20 @@ impl Topology {
 
 /// The exchange the outbox relay publishes to; the relay declares it on its own connection.
 pub async fn declare_outbound(channel: &Channel, exchange: &str) -> lapin::Result<()> {
+    declare_exchange(channel, exchange, ExchangeKind::Topic).await
+}
+
+async fn declare_exchange(
+    channel: &Channel,
+    exchange: &str,
+    kind: ExchangeKind,
+) -> lapin::Result<()> {
+    let durable = ExchangeDeclareOptions {
+        durable: true,
+        ..ExchangeDeclareOptions::default()
+    };
     channel
-        .exchange_declare(
-            name(exchange),
-            ExchangeKind::Topic,
-            ExchangeDeclareOptions {
-                durable: true,
-                ..ExchangeDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
+        .exchange_declare(name(exchange), kind, durable, FieldTable::default())
         .await
 }
 
