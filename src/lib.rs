@@ -1,8 +1,11 @@
 //! order-service: owns the lifecycle of orders and the money paid for them.
 //!
-//! Layers, outermost first: [`http`] is the REST door and calls [`app`], which owns transactions
-//! and outcomes; [`store`] holds all SQL; [`domain`] is pure. [`auth`] knows the API's clients.
-//! [`startup`] wires them together from [`config`]; [`telemetry`] sets up logs and metrics.
+//! Layers, outermost first: two doors, [`http`] (the REST API) and [`amqp`] (the consumer of
+//! inbound events, and the outbox relay that publishes outbound ones), both call [`app`], which
+//! owns transactions and outcomes; [`store`] holds all SQL; [`domain`] is pure. [`auth`] knows the
+//! API's clients; [`health`] carries the readiness of background components. [`startup`] wires
+//! them together from [`config`] into a [`startup::Service`]; [`telemetry`] sets up logs and
+//! metrics. `docs/architecture.md` is the map for newcomers.
 
 pub mod amqp;
 pub mod app;

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use order_service::auth::{Client, Scopes, TokenDigest, generate_token};
 use order_service::config::Config;
 use order_service::domain::ClientId;
-use order_service::startup::{Application, shutdown_signal};
+use order_service::startup::{Service, shutdown_signal};
 use order_service::{http, store, telemetry};
 
 #[derive(Parser)]
@@ -89,8 +89,8 @@ async fn main() -> anyhow::Result<()> {
                 shutdown_signal().await;
                 on_signal.cancel();
             });
-            let application = Application::build(cli.config, &shutdown).await?;
-            application.run_until(shutdown).await
+            let service = Service::build(cli.config, &shutdown).await?;
+            service.run_until(shutdown).await
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Wiring: build the application from its configuration, bind the listener, run until shutdown.
+//! Wiring: build the service (the HTTP listener, the AMQP consumer and the outbox relay around one
+//! [`App`]) from its configuration, bind the listener, run until shutdown.
 
 use std::time::Duration;
 
@@ -15,10 +16,11 @@ use crate::app::App;
 use crate::auth::{self, AuthMode};
 use crate::config::Config;
 use crate::health::Readiness;
-use crate::http::{self, AppState, HttpSettings, OpenPaths};
+use crate::http::{self, ApiState, HttpSettings, OpenPaths};
 use crate::{store, telemetry};
 
-pub struct Application {
+/// The running process: what `order-service serve` starts. Tests build one on port 0.
+pub struct Service {
     listener: TcpListener,
     router: Router,
     pool: PgPool,
@@ -27,7 +29,7 @@ pub struct Application {
     relay: Option<Relay>,
 }
 
-impl Application {
+impl Service {
     /// Decides who may call the API (refusing to start an unprotected API on a reachable
     /// address), prepares the database (waiting for Postgres if it is not up yet), then binds
     /// the listener.
@@ -57,7 +59,7 @@ impl Application {
                 readiness.register("relay"),
             )
         });
-        let state = AppState {
+        let state = ApiState {
             app,
             metrics: telemetry::metrics(),
             readiness,

@@ -38,3 +38,31 @@ pub fn metrics() -> PrometheusHandle {
         })
         .clone()
 }
+
+/// An error with its causes, outermost first, joined by ": ": how an error is logged, once, at
+/// the edge that decides what to do with it.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn the_chain_names_every_cause_outermost_first() {
+        let error = Outer(std::io::Error::other("inner"));
+        assert_eq!(error_chain(&error), "outer: inner");
+    }
+}

@@ -2,7 +2,7 @@
 //! One function, matched exhaustively, so a new outcome cannot slip through unhandled.
 
 use crate::app::{AppError, Outcome};
-use crate::domain::{DomainError, OrderStatus};
+use crate::telemetry::error_chain;
 
 /// What happens to a delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,32 +28,23 @@ pub fn decide<T>(result: &Result<Outcome<T>, AppError>) -> Disposition {
         Err(AppError::NotFound(id)) => Disposition::Retry {
             reason: format!("order {id} does not exist yet"),
         },
-        Err(AppError::Refused { reason, .. }) => match reason {
-            // Shipment before payment: the payment may still be on its way.
-            DomainError::InvalidTransition {
-                from: OrderStatus::PendingPayment,
-                to: OrderStatus::Shipped,
-            } => Disposition::Retry {
-                reason: reason.to_string(),
-            },
-            DomainError::InvalidTransition { .. }
-            | DomainError::OrderConflict(_)
-            | DomainError::ShipmentConflict
-            | DomainError::TransferConflict(_)
-            | DomainError::CurrencyMismatch { .. }
-            | DomainError::LedgerOverflow => dead(reason.to_string()),
+        // The domain says which refusals may succeed later (a shipment whose payment is still on
+        // its way); the rest can never apply.
+        Err(AppError::Refused { reason, .. }) if reason.may_succeed_later() => Disposition::Retry {
+            reason: reason.to_string(),
         },
+        Err(AppError::Refused { reason, .. }) => dead(reason.to_string()),
         // Events carry no Idempotency-Key and no If-Match; should one appear, it cannot succeed.
         Err(e @ (AppError::KeyReused | AppError::PreconditionFailed { .. })) => dead(e.to_string()),
         Err(AppError::Busy) => Disposition::Wait {
             reason: "the order is locked by a concurrent transaction".into(),
         },
-        Err(AppError::Unavailable(cause)) => Disposition::Wait {
-            reason: format!("database unavailable: {cause}"),
+        Err(e @ AppError::Unavailable(_)) => Disposition::Wait {
+            reason: error_chain(e),
         },
         // Unknown failures are retried a bounded number of times, then dead-lettered.
-        Err(AppError::Unexpected(cause)) => Disposition::Retry {
-            reason: format!("unexpected failure: {cause}"),
+        Err(e @ (AppError::Unexpected(_) | AppError::Invariant(_))) => Disposition::Retry {
+            reason: format!("unexpected failure: {}", error_chain(e)),
         },
     }
 }
@@ -61,7 +52,8 @@ pub fn decide<T>(result: &Result<Outcome<T>, AppError>) -> Disposition {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Currency, OrderId, TransferId};
+    use crate::domain::{Currency, DomainError, OrderId, OrderStatus, TransferId};
+    use crate::store::StoreError;
 
     fn refused(reason: DomainError) -> Result<Outcome<()>, AppError> {
         Err(AppError::Refused {
@@ -132,7 +124,9 @@ mod tests {
     #[test]
     fn an_unavailable_database_keeps_the_message_in_place() {
         assert!(matches!(
-            decide::<()>(&Err(AppError::Unavailable("down".into()))),
+            decide::<()>(&Err(AppError::Unavailable(StoreError::Unavailable(
+                sqlx::Error::PoolTimedOut
+            )))),
             Disposition::Wait { .. }
         ));
         assert!(matches!(

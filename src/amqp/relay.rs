@@ -54,12 +54,6 @@ impl From<lapin::Error> for BatchError {
     }
 }
 
-impl From<sqlx::Error> for BatchError {
-    fn from(error: sqlx::Error) -> Self {
-        BatchError::Store(error.into())
-    }
-}
-
 impl Relay {
     pub fn new(
         pool: PgPool,
@@ -157,19 +151,15 @@ impl Relay {
     /// Stops at the first event the broker does not confirm, so nothing after it is marked out of
     /// order; the rest go again in the next batch.
     async fn publish_batch(&self, channel: &Channel) -> Result<usize, BatchError> {
-        let mut tx = self.pool.begin().await?;
-        if !outbox::try_lease(&mut tx).await? {
+        let Some(batch) = outbox::claim_batch(&self.pool, self.config.batch_size).await? else {
             return Ok(0);
-        }
-        let events = outbox::claim(&mut tx, self.config.batch_size).await?;
-        if events.is_empty() {
-            return Ok(0);
-        }
+        };
+        let events = &batch.events;
         // A broker that blocks publishers (a memory or disk alarm) must not hold the lease, and
         // with it every instance's relay, forever: past the deadline the batch ends as a failure.
         let deadline = tokio::time::Instant::now() + BATCH_DEADLINE;
         let mut pending = Vec::with_capacity(events.len());
-        for event in &events {
+        for event in events {
             let published =
                 tokio::time::timeout_at(deadline, publish(channel, &self.exchange, event))
                     .await
@@ -202,8 +192,7 @@ impl Relay {
                 }
             }
         }
-        outbox::mark_published(&mut tx, &confirmed).await?;
-        tx.commit().await?;
+        batch.finish(&confirmed).await?;
         metrics::counter!("outbox_published_total").increment(confirmed.len() as u64);
         match failure {
             Some(error) => Err(error.into()),

@@ -1,6 +1,7 @@
-//! What a command or query can fail with. Each door maps these exhaustively, once.
+//! What a command or query can fail with. Each door maps these exhaustively, once; the causes of
+//! the unexpected ones travel as `#[source]` so the door logs the whole chain.
 
-use crate::domain::{DomainError, OrderId, OrderStatus};
+use crate::domain::{DomainError, OrderId, OrderStatus, Version};
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -12,26 +13,34 @@ pub enum AppError {
     Refused {
         reason: DomainError,
         current_status: Option<OrderStatus>,
-        current_version: Option<i64>,
+        current_version: Option<Version>,
     },
     /// The Idempotency-Key already belongs to a different request (another body, endpoint or order).
     #[error("the Idempotency-Key was already used for a different request")]
     KeyReused,
     /// `If-Match` named a version the order no longer has.
     #[error("the order is at version {current_version}, not {expected}")]
-    PreconditionFailed { expected: i64, current_version: i64 },
+    PreconditionFailed {
+        expected: Version,
+        current_version: Version,
+    },
     /// A concurrent request holding the same key or row did not finish within the wait bound,
     /// or contention did not settle within the retry budget.
     #[error("a concurrent request is still in flight")]
     Busy,
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
-    #[error("unexpected: {0}")]
-    Unexpected(String),
+    /// Postgres cannot be reached now; the same command may succeed once it is back.
+    #[error("the database is unavailable")]
+    Unavailable(#[source] StoreError),
+    /// A failure nobody planned for (a driver error, corrupt stored data).
+    #[error("unexpected store failure")]
+    Unexpected(#[source] StoreError),
+    /// The data broke an expectation of this layer (a keyed change without its row, say).
+    #[error("broken invariant: {0}")]
+    Invariant(&'static str),
 }
 
 impl AppError {
-    pub(crate) fn refused(reason: DomainError, current: Option<(OrderStatus, i64)>) -> Self {
+    pub(crate) fn refused(reason: DomainError, current: Option<(OrderStatus, Version)>) -> Self {
         AppError::Refused {
             reason,
             current_status: current.map(|c| c.0),
@@ -43,14 +52,15 @@ impl AppError {
 impl From<StoreError> for AppError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::Busy => AppError::Busy,
-            StoreError::Unavailable(e) => AppError::Unavailable(e),
-            // These are handled where they carry meaning; reaching here means they escaped.
-            e @ (StoreError::IdempotencyKeyTaken
-            | StoreError::UnknownOrder
-            | StoreError::Contended
-            | StoreError::Corrupt(_)
-            | StoreError::Unexpected(_)) => AppError::Unexpected(e.to_string()),
+            StoreError::Busy(_) => AppError::Busy,
+            e @ StoreError::Unavailable(_) => AppError::Unavailable(e),
+            // The others carry meaning only where a command expects them; reaching here means
+            // one escaped.
+            e @ (StoreError::Contended(_)
+            | StoreError::UnknownOrder(_)
+            | StoreError::Corrupt { .. }
+            | StoreError::Migrate(_)
+            | StoreError::Unexpected(_)) => AppError::Unexpected(e),
         }
     }
 }

@@ -1,43 +1,63 @@
 //! Writing a decided change: the guarded update, its history row and its outbox events, all in
-//! the caller's transaction.
+//! the caller's transaction. Outbound events use the envelope of the README's "Published events"
+//! section, with the order as the REST API shows it as `data`.
 
+use chrono::{DateTime, Utc};
+use serde::Serialize;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::AppError;
+use super::runner::{Attempt, Written};
 use super::views::OrderView;
-use super::{AppError, lost_race};
-use crate::domain::{Cause, Change, EventType, Order, OrderId, TransferId};
-use crate::store::orders;
+use crate::domain::{Cause, Change, EventType, Order, OrderId, TransferId, Version};
 use crate::store::outbox::{self, NewEvent};
 use crate::store::transitions::{self, NewTransition};
+use crate::store::{Guarded, Inserted, orders};
 
 /// Namespace for event ids: `event_id = uuidv5(NS, "<order_id>/<version>/<type>")`, so an event
 /// has the same id however many times the change that emits it is attempted.
 const EVENT_NAMESPACE: Uuid = Uuid::from_u128(0x6f72_6465_722d_7365_7276_6963_652d_6576);
 
-pub(super) fn event_id(order_id: OrderId, version: i64, event_type: EventType) -> Uuid {
+pub(super) fn event_id(order_id: OrderId, version: Version, event_type: EventType) -> Uuid {
     Uuid::new_v5(
         &EVENT_NAMESPACE,
         format!("{order_id}/{version}/{event_type}").as_bytes(),
     )
 }
 
-/// The envelope of DESIGN.md §3 carrying the order as the REST API shows it.
-pub(super) fn envelope(event_type: EventType, order: &Order) -> NewEvent {
-    let event_id = event_id(order.id, order.version, event_type);
-    let payload = serde_json::json!({
-        "event_id": event_id,
-        "type": event_type.as_ref(),
-        "occurred_at": order.updated_at,
-        "data": OrderView::from(order),
-    });
-    NewEvent {
-        event_id,
+/// An outbound event as published: the same envelope as inbound events carry.
+#[derive(Debug, Serialize)]
+pub struct OutboundEnvelope {
+    pub event_id: Uuid,
+    #[serde(rename = "type")]
+    pub event_type: &'static str,
+    pub occurred_at: DateTime<Utc>,
+    pub data: OrderView,
+}
+
+impl OutboundEnvelope {
+    pub fn new(event_type: EventType, order: &Order) -> Self {
+        Self {
+            event_id: event_id(order.id, order.version, event_type),
+            event_type: event_type.into(),
+            occurred_at: order.updated_at,
+            data: OrderView::from(order),
+        }
+    }
+}
+
+fn new_event(event_type: EventType, order: &Order) -> Result<NewEvent, AppError> {
+    let envelope = OutboundEnvelope::new(event_type, order);
+    let payload = serde_json::to_value(&envelope)
+        .map_err(|_| AppError::Invariant("an outbound envelope must serialize"))?;
+    Ok(NewEvent {
+        event_id: envelope.event_id,
         event_type,
         order_id: order.id,
         order_version: order.version,
         payload,
-    }
+    })
 }
 
 pub(super) async fn write_events(
@@ -46,48 +66,51 @@ pub(super) async fn write_events(
     order: &Order,
 ) -> Result<(), AppError> {
     for &event_type in events {
-        outbox::insert(conn, &envelope(event_type, order)).await?;
+        outbox::insert(conn, &new_event(event_type, order)?).await?;
     }
     Ok(())
 }
 
-/// Applies `change` with its guarded update, then writes its history row and events.
-/// `None`: another writer changed the order (or took the key) first.
-pub(super) async fn write_change(
+/// The history row of the change that produced `order`.
+pub(super) async fn write_history(
+    conn: &mut PgConnection,
+    written: &Written,
+    order: &Order,
+    transfer_id: Option<&TransferId>,
+    cause: &Cause,
+) -> Result<Inserted<()>, AppError> {
+    let row = NewTransition {
+        order_id: order.id,
+        version: order.version,
+        kind: written.kind,
+        from: written.from,
+        to: written.to,
+        transfer_id,
+        cause,
+    };
+    Ok(transitions::insert(conn, row).await?)
+}
+
+/// Applies `change` with its guarded update, then writes its history row and events. `value`
+/// makes what the command returns of the written order.
+pub(super) async fn write_change<T>(
     conn: &mut PgConnection,
     change: &Change,
     transfer_id: Option<&TransferId>,
     cause: &Cause,
-) -> Result<Option<Order>, AppError> {
-    // No row: another writer moved the order first. A serialization failure or deadlock is the
-    // same news.
-    let Some(order) = lost_race(orders::apply(conn, change).await)?.flatten() else {
-        return Ok(None);
+    value: impl FnOnce(Order) -> T,
+) -> Result<Attempt<T>, AppError> {
+    let Guarded::Applied(order) = orders::apply(conn, change).await? else {
+        return Ok(Attempt::Lost);
     };
-    let history = NewTransition {
-        order_id: order.id,
-        version: order.version,
+    let written = Written {
         kind: change.kind,
         from: Some(change.from),
         to: order.status,
-        transfer_id: transfer_id.map(|t| t.as_str()),
-        cause,
     };
-    if lost_race(transitions::insert(conn, history).await)?.is_none() {
-        return Ok(None);
+    if let Inserted::Taken = write_history(conn, &written, &order, transfer_id, cause).await? {
+        return Ok(Attempt::Lost);
     }
     write_events(conn, &change.events, &order).await?;
-    Ok(Some(order))
-}
-
-/// Counts a committed change (call after commit).
-pub(super) fn record_metrics(kind: &str, from: &str, to: &str, cause: &Cause) {
-    metrics::counter!(
-        "order_changes_total",
-        "kind" => kind.to_owned(),
-        "from" => from.to_owned(),
-        "to" => to.to_owned(),
-        "source" => cause.source().as_ref().to_owned(),
-    )
-    .increment(1);
+    Ok(Attempt::Applied(value(order), written))
 }

@@ -1,61 +1,72 @@
-//! Placing an order.
+//! Placing an order: the order row, its first history row and `order.created`, or the order that
+//! already holds the id (a replay with the same content, a conflict with other content).
 
 use chrono::Utc;
+use sqlx::PgConnection;
 
-use super::events::{record_metrics, write_events};
-use super::replay::prior_change;
-use super::{App, AppError, Attempt, Outcome, lost_race};
+use super::events::{write_events, write_history};
+use super::runner::{Attempt, Command, Written, run};
+use super::{App, AppError, Outcome};
 use crate::domain::{Cause, Decision, EventType, NewOrder, Order, TransitionKind};
-use crate::store::orders;
-use crate::store::transitions::{self, NewTransition};
+use crate::store::transitions::KeyedChange;
+use crate::store::{Inserted, orders};
 
 impl App {
     /// Creates the order in PENDING_PAYMENT. The same id with the same content is a replay;
     /// with other content, a conflict.
     pub async fn place(&self, new: NewOrder, cause: &Cause) -> Result<Outcome<Order>, AppError> {
-        let outcome = in_transaction!(self, |conn| {
-            if let Some(prior) = prior_change(conn, cause).await? {
-                let order = orders::find(conn, prior.order_id)
-                    .await?
-                    .ok_or_else(|| AppError::Unexpected("keyed order vanished".into()))?;
-                return Ok(Attempt::Done(Outcome::Replayed(order)));
-            }
-            if let Some(existing) = orders::find(conn, new.id).await? {
-                return match new.decide_against(&existing) {
-                    Ok(Decision::AlreadyApplied) => {
-                        Ok(Attempt::Done(Outcome::AlreadyApplied(existing)))
-                    }
-                    Ok(Decision::Apply(_)) => Err(AppError::Unexpected(
-                        "placing an existing order cannot apply".into(),
-                    )),
-                    Err(reason) => Err(AppError::refused(
-                        reason,
-                        Some((existing.status, existing.version)),
-                    )),
-                };
-            }
-            let inserted = orders::insert(conn, &new.clone().into_order(Utc::now())).await;
-            let Some(order) = lost_race(inserted)?.flatten() else {
-                return Ok(Attempt::Lost);
+        run(&self.pool, &Place(new), cause).await
+    }
+}
+
+struct Place(NewOrder);
+
+impl Command for Place {
+    type Output = Order;
+
+    async fn attempt(
+        &self,
+        conn: &mut PgConnection,
+        cause: &Cause,
+    ) -> Result<Attempt<Order>, AppError> {
+        let Place(new) = self;
+        if let Some(existing) = orders::find(conn, new.id).await? {
+            return match new.decide_against(&existing) {
+                Ok(Decision::AlreadyApplied) => Ok(Attempt::AlreadyApplied(existing)),
+                Ok(Decision::Apply(_)) => Err(AppError::Invariant(
+                    "placing an existing order cannot apply",
+                )),
+                Err(reason) => Err(AppError::refused(
+                    reason,
+                    Some((existing.status, existing.version)),
+                )),
             };
-            let history = NewTransition {
-                order_id: order.id,
-                version: order.version,
-                kind: TransitionKind::Created,
-                from: None,
-                to: order.status,
-                transfer_id: None,
-                cause,
-            };
-            if lost_race(transitions::insert(conn, history).await)?.is_none() {
-                return Ok(Attempt::Lost);
-            }
-            write_events(conn, &[EventType::OrderCreated], &order).await?;
-            Ok(Attempt::Done(Outcome::Applied(order)))
-        })?;
-        if let Outcome::Applied(order) = &outcome {
-            record_metrics("created", "none", order.status.as_ref(), cause);
         }
-        Ok(outcome)
+        // Taken: a concurrent placement of the same id committed while this one waited.
+        let Inserted::New(order) =
+            orders::insert(conn, &new.clone().into_order(Utc::now())).await?
+        else {
+            return Ok(Attempt::Lost);
+        };
+        let written = Written {
+            kind: TransitionKind::Created,
+            from: None,
+            to: order.status,
+        };
+        if let Inserted::Taken = write_history(conn, &written, &order, None, cause).await? {
+            return Ok(Attempt::Lost);
+        }
+        write_events(conn, &[EventType::OrderCreated], &order).await?;
+        Ok(Attempt::Applied(order, written))
+    }
+
+    async fn replay(
+        &self,
+        conn: &mut PgConnection,
+        prior: &KeyedChange,
+    ) -> Result<Order, AppError> {
+        orders::find(conn, prior.order_id)
+            .await?
+            .ok_or(AppError::Invariant("a keyed order has no row"))
     }
 }

@@ -51,7 +51,7 @@ impl From<&Order> for OrderView {
             amount_minor: order.amount.minor.get(),
             currency: order.amount.currency.to_string(),
             status: order.status,
-            version: order.version,
+            version: order.version.get(),
             paid_minor: order.paid_minor,
             refund_required: order.refund_required,
             shipment: order.shipment.as_ref().map(|s| ShipmentView {
@@ -137,7 +137,7 @@ pub struct HistoryEntryView {
 impl From<&HistoryEntry> for HistoryEntryView {
     fn from(entry: &HistoryEntry) -> Self {
         Self {
-            version: entry.version,
+            version: entry.version.get(),
             kind: entry.kind.to_string(),
             from: entry.from,
             to: entry.to,

@@ -1,15 +1,16 @@
 //! What the ledger and the history remember about each change: who caused it and when.
 
 use chrono::{DateTime, Utc};
-use strum::{AsRefStr, Display, EnumString};
+use strum::{AsRefStr, Display, EnumString, IntoStaticStr};
 
 use super::idempotency::{Fingerprint, IdempotencyKey};
 use super::ids::{ClientId, EventId, OrderId};
 use super::order::Payment;
 use super::status::{OrderStatus, TransitionKind};
+use super::version::Version;
 
 /// The door a change came through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr, IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
 pub enum Source {
     Api,
@@ -51,7 +52,7 @@ pub struct LedgerEntry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryEntry {
     pub order_id: OrderId,
-    pub version: i64,
+    pub version: Version,
     pub kind: TransitionKind,
     pub from: Option<OrderStatus>,
     pub to: OrderStatus,

@@ -10,6 +10,7 @@ mod money;
 mod order;
 mod status;
 mod text;
+mod version;
 
 pub use events::EventType;
 pub use history::{Cause, HistoryEntry, LedgerEntry, Source};
@@ -19,3 +20,4 @@ pub use money::{AmountMinor, Currency, Money};
 pub use order::{Change, Decision, DomainError, NewOrder, Order, Payment, Shipment};
 pub use status::{Command, OrderStatus, Refusal, TransitionKind, transition};
 pub use text::{BoundedText, ValidationError};
+pub use version::Version;

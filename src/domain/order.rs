@@ -9,6 +9,7 @@ use super::ids::{CustomerId, OrderId, TransferId};
 use super::money::{Currency, Money};
 use super::status::{Command, OrderStatus, Refusal, TransitionKind, transition};
 use super::text::{BoundedText, ValidationError};
+use super::version::Version;
 
 /// A carrier and its tracking number, each 1–64 characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +50,7 @@ pub struct Order {
     pub customer_id: CustomerId,
     pub amount: Money,
     pub status: OrderStatus,
-    pub version: i64,
+    pub version: Version,
     pub paid_minor: i64,
     pub refund_required: bool,
     pub shipment: Option<Shipment>,
@@ -59,19 +60,14 @@ pub struct Order {
 }
 
 /// A change to write with one guarded update: `next` replaces an order whose status and version
-/// are still `from` and `next.version - 1`.
+/// are still `from` and `from_version`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     pub kind: TransitionKind,
     pub from: OrderStatus,
+    pub from_version: Version,
     pub next: Order,
     pub events: Vec<EventType>,
-}
-
-impl Change {
-    pub fn expected_version(&self) -> i64 {
-        self.next.version - 1
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +93,34 @@ pub enum DomainError {
     LedgerOverflow,
 }
 
+impl DomainError {
+    /// A stable, kebab-case name of the refusal: the problem type's slug over REST and the
+    /// `reason` label of `order_conflicts_total`, whichever door the command came through.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DomainError::InvalidTransition { .. } => "invalid-transition",
+            DomainError::OrderConflict(_) => "order-conflict",
+            DomainError::ShipmentConflict => "shipment-conflict",
+            DomainError::TransferConflict(_) => "transfer-conflict",
+            DomainError::CurrencyMismatch { .. } => "currency-mismatch",
+            DomainError::LedgerOverflow => "ledger-overflow",
+        }
+    }
+
+    /// Whether the same command may succeed later without anyone correcting it: a shipment of
+    /// an order still waiting for its payment (the payment may be on its way). Every other
+    /// refusal is final. The AMQP consumer retries the first kind and dead-letters the rest.
+    pub fn may_succeed_later(&self) -> bool {
+        matches!(
+            self,
+            DomainError::InvalidTransition {
+                from: OrderStatus::PendingPayment,
+                to: OrderStatus::Shipped,
+            }
+        )
+    }
+}
+
 impl NewOrder {
     /// The first version of the order and the event that announces it.
     pub fn into_order(self, now: DateTime<Utc>) -> Order {
@@ -105,7 +129,7 @@ impl NewOrder {
             customer_id: self.customer_id,
             amount: self.amount,
             status: OrderStatus::PendingPayment,
-            version: 1,
+            version: Version::FIRST,
             paid_minor: 0,
             refund_required: false,
             shipment: None,
@@ -145,8 +169,9 @@ impl Order {
         Change {
             kind,
             from: self.status,
+            from_version: self.version,
             next: Order {
-                version: self.version + 1,
+                version: self.version.next(),
                 ..next
             },
             events,
@@ -303,7 +328,7 @@ mod tests {
         assert_eq!(change.kind, TransitionKind::PaymentRecorded);
         assert_eq!(change.next.status, PendingPayment);
         assert_eq!(change.next.paid_minor, 40);
-        assert_eq!(change.next.version, 2);
+        assert_eq!(change.next.version.get(), 2);
         assert!(change.events.is_empty());
     }
 
@@ -511,5 +536,23 @@ mod tests {
                 Err(DomainError::TransferConflict(_))
             ));
         }
+    }
+
+    #[test]
+    fn only_a_shipment_before_payment_may_succeed_later() {
+        let premature = order(PendingPayment, 100, 0)
+            .ship(&shipment("DHL", "T1"))
+            .unwrap_err();
+        assert!(premature.may_succeed_later(), "{premature}");
+        let after_cancel = order(Cancelled, 100, 0)
+            .ship(&shipment("DHL", "T1"))
+            .unwrap_err();
+        assert!(!after_cancel.may_succeed_later(), "{after_cancel}");
+        let after_pay = order(Paid, 100, 100).cancel(&reason()).unwrap_err();
+        assert!(!after_pay.may_succeed_later(), "{after_pay}");
+        let conflict = order(Shipped, 100, 100)
+            .ship(&shipment("UPS", "T2"))
+            .unwrap_err();
+        assert!(!conflict.may_succeed_later(), "{conflict}");
     }
 }

@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 
 use super::problem::Problem;
-use crate::domain::{Cause, ClientId, Fingerprint, IdempotencyKey, OrderId};
+use crate::domain::{Cause, ClientId, Fingerprint, IdempotencyKey, OrderId, Version};
 
 /// The largest request body accepted; larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -120,8 +120,9 @@ impl<S: Send + Sync> FromRequestParts<S> for OrderPath {
     }
 }
 
-/// `If-Match: "<version>"` (or `*`, which any existing order matches).
-pub struct IfMatch(pub Option<i64>);
+/// `If-Match: "<version>"` (or `*`, which any existing order matches). A number below 1 is no
+/// ETag this API issues, so it is malformed like any other foreign value.
+pub struct IfMatch(pub Option<Version>);
 
 impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
     type Rejection = Problem;
@@ -144,6 +145,7 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
             .strip_prefix('"')
             .and_then(|t| t.strip_suffix('"'))
             .and_then(|t| t.parse::<i64>().ok())
+            .and_then(Version::new)
             .ok_or_else(invalid)?;
         Ok(IfMatch(Some(version)))
     }

@@ -8,7 +8,7 @@ use super::dto::{CancelRequest, HistoryList, ShipRequest};
 use super::extract::{Caller, IfMatch, Mutation, OrderPath};
 use super::problem::Problem;
 use super::respond;
-use super::state::AppState;
+use super::state::ApiState;
 use crate::app::views::{HistoryEntryView, OrderView};
 
 /// Ship a paid order.
@@ -40,7 +40,7 @@ use crate::app::views::{HistoryEntryView, OrderView};
     )
 )]
 pub async fn ship_order(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     OrderPath(order_id): OrderPath,
     IfMatch(if_match): IfMatch,
@@ -93,7 +93,7 @@ pub async fn ship_order(
     )
 )]
 pub async fn cancel_order(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     OrderPath(order_id): OrderPath,
     IfMatch(if_match): IfMatch,
@@ -130,7 +130,7 @@ pub async fn cancel_order(
     )
 )]
 pub async fn order_history(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     OrderPath(order_id): OrderPath,
 ) -> Result<axum::Json<HistoryList>, Problem> {
     let entries = state.app.history(order_id).await?;

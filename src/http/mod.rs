@@ -36,14 +36,14 @@ pub use extract::MAX_BODY_BYTES;
 pub use limits::Limits;
 pub use openapi::{document as openapi_document, to_pretty_json as openapi_json};
 pub use problem::Problem;
-pub use state::AppState;
+pub use state::ApiState;
 
 use crate::auth::AuthMode;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The documented routes and the document they make.
-fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+fn routes() -> (Router<ApiState>, utoipa::openapi::OpenApi) {
     let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(orders::place_order, orders::list_orders))
         .routes(routes!(orders::get_order))
@@ -82,14 +82,14 @@ impl Default for HttpSettings {
 }
 
 /// The whole HTTP application without authentication (see [`HttpSettings::default`]).
-pub fn router(state: AppState) -> Router {
+pub fn router(state: ApiState) -> Router {
     router_with(state, HttpSettings::default())
 }
 
 /// The whole HTTP application, ready to serve or to be driven with `oneshot` in tests. Layers,
 /// outermost first: request id, trace, panic catcher, metrics, time limit, authentication, load
 /// shedding, body limit, then the route.
-pub fn router_with(state: AppState, settings: HttpSettings) -> Router {
+pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
     let guard = Arc::new(auth::Guard::new(settings.auth, settings.open_paths));
     let slots = Arc::new(Semaphore::new(settings.limits.max_concurrent_requests));
     let (api, document) = routes();

@@ -1,7 +1,7 @@
 //! Operations endpoints: liveness, readiness and Prometheus metrics, plus the per-request
 //! metrics middleware.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{StatusCode, header};
@@ -11,8 +11,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::problem::Problem;
-use super::state::AppState;
-use crate::store;
+use super::state::ApiState;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
@@ -33,7 +32,7 @@ pub async fn live() -> axum::Json<Health> {
         (status = 200, description = "Ready to serve", body = Health),
         (status = 503, description = "A dependency is unreachable", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn ready(State(state): State<AppState>) -> Result<axum::Json<Health>, Problem> {
+pub async fn ready(State(state): State<ApiState>) -> Result<axum::Json<Health>, Problem> {
     let unavailable = |detail: &str| {
         Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -42,8 +41,7 @@ pub async fn ready(State(state): State<AppState>) -> Result<axum::Json<Health>, 
             detail,
         )
     };
-    let ping = tokio::time::timeout(Duration::from_secs(2), store::ping(state.app.pool())).await;
-    if !matches!(ping, Ok(Ok(()))) {
+    if !state.app.database_reachable().await {
         return Err(unavailable("postgres is unreachable"));
     }
     let not_ready = state.readiness.not_ready();
@@ -59,7 +57,7 @@ pub async fn ready(State(state): State<AppState>) -> Result<axum::Json<Health>, 
 /// Prometheus text exposition.
 #[utoipa::path(get, path = "/metrics", tag = "ops",
     responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
-pub async fn metrics(State(state): State<AppState>) -> Response {
+pub async fn metrics(State(state): State<ApiState>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         state.metrics.render(),

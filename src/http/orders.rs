@@ -12,7 +12,7 @@ use super::dto::{OrderList, PlaceOrderRequest};
 use super::extract::{Caller, Mutation, OrderPath};
 use super::problem::Problem;
 use super::respond;
-use super::state::AppState;
+use super::state::ApiState;
 use crate::app::PageRequest;
 use crate::app::views::OrderView;
 use crate::domain::OrderStatus;
@@ -44,7 +44,7 @@ const DEFAULT_PAGE: u16 = 20;
     )
 )]
 pub async fn place_order(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     request: Mutation<PlaceOrderRequest>,
 ) -> Result<Response, Problem> {
@@ -73,7 +73,7 @@ pub async fn place_order(
     )
 )]
 pub async fn get_order(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     OrderPath(id): OrderPath,
 ) -> Result<Response, Problem> {
     let order = state.app.order(id).await?;
@@ -110,7 +110,7 @@ pub struct ListParams {
     )
 )]
 pub async fn list_orders(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<axum::Json<OrderList>, Problem> {
     let Query(params) = params.map_err(|e| Problem::bad_request("invalid-query", e.body_text()))?;

@@ -8,7 +8,7 @@ use super::dto::{LedgerList, PaymentRequest, PaymentResponse};
 use super::extract::{Caller, Mutation, OrderPath};
 use super::problem::Problem;
 use super::respond;
-use super::state::AppState;
+use super::state::ApiState;
 use crate::app::views::{LedgerEntryView, OrderView};
 
 /// Record a payment.
@@ -40,7 +40,7 @@ use crate::app::views::{LedgerEntryView, OrderView};
     )
 )]
 pub async fn record_payment(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     OrderPath(order_id): OrderPath,
     request: Mutation<PaymentRequest>,
@@ -77,7 +77,7 @@ pub async fn record_payment(
     )
 )]
 pub async fn list_payments(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     OrderPath(order_id): OrderPath,
 ) -> Result<axum::Json<LedgerList>, Problem> {
     let entries = state.app.payments(order_id).await?;

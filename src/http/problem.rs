@@ -7,7 +7,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::app::AppError;
-use crate::domain::{DomainError, OrderStatus};
+use crate::domain::{DomainError, OrderStatus, Version};
+use crate::telemetry::error_chain;
 
 const PROBLEM_JSON: &str = "application/problem+json";
 
@@ -55,9 +56,9 @@ impl Problem {
         }
     }
 
-    fn with_current(mut self, status: Option<OrderStatus>, version: Option<i64>) -> Self {
+    fn with_current(mut self, status: Option<OrderStatus>, version: Option<Version>) -> Self {
         self.current_status = status;
-        self.current_version = version;
+        self.current_version = version.map(Version::get);
         self
     }
 
@@ -133,39 +134,26 @@ impl From<AppError> for Problem {
                 current_status,
                 current_version,
             } => {
-                let detail = reason.to_string();
-                let (status, slug, title) = match reason {
-                    DomainError::InvalidTransition { .. } => (
-                        StatusCode::CONFLICT,
-                        "invalid-transition",
-                        "Invalid transition",
-                    ),
-                    DomainError::OrderConflict(_) => (
-                        StatusCode::CONFLICT,
-                        "order-conflict",
-                        "Order id already used",
-                    ),
-                    DomainError::ShipmentConflict => {
-                        (StatusCode::CONFLICT, "shipment-conflict", "Already shipped")
+                let (status, title) = match reason {
+                    DomainError::InvalidTransition { .. } => {
+                        (StatusCode::CONFLICT, "Invalid transition")
                     }
-                    DomainError::TransferConflict(_) => (
-                        StatusCode::CONFLICT,
-                        "transfer-conflict",
-                        "Transfer id already used",
-                    ),
-                    DomainError::CurrencyMismatch { .. } => (
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "currency-mismatch",
-                        "Currency mismatch",
-                    ),
+                    DomainError::OrderConflict(_) => {
+                        (StatusCode::CONFLICT, "Order id already used")
+                    }
+                    DomainError::ShipmentConflict => (StatusCode::CONFLICT, "Already shipped"),
+                    DomainError::TransferConflict(_) => {
+                        (StatusCode::CONFLICT, "Transfer id already used")
+                    }
+                    DomainError::CurrencyMismatch { .. } => {
+                        (StatusCode::UNPROCESSABLE_ENTITY, "Currency mismatch")
+                    }
                     DomainError::LedgerOverflow => (
                         StatusCode::UNPROCESSABLE_ENTITY,
-                        "ledger-overflow",
                         "Ledger total out of range",
                     ),
                 };
-                metrics::counter!("order_conflicts_total", "reason" => slug).increment(1);
-                Problem::new(status, slug, title, detail)
+                Problem::new(status, reason.code(), title, reason.to_string())
                     .with_current(current_status, current_version)
             }
             AppError::KeyReused => Problem::new(
@@ -192,8 +180,8 @@ impl From<AppError> for Problem {
                 "a concurrent request with this key or on this order has not finished; retry",
             )
             .retry_after(1),
-            AppError::Unavailable(cause) => {
-                tracing::warn!(%cause, "database unavailable");
+            error @ AppError::Unavailable(_) => {
+                tracing::warn!(error = %error_chain(&error), "database unavailable");
                 Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
@@ -202,8 +190,8 @@ impl From<AppError> for Problem {
                 )
                 .retry_after(2)
             }
-            AppError::Unexpected(cause) => {
-                tracing::error!(%cause, "unexpected failure");
+            error @ (AppError::Unexpected(_) | AppError::Invariant(_)) => {
+                tracing::error!(error = %error_chain(&error), "unexpected failure");
                 Problem::internal()
             }
         }

@@ -6,7 +6,7 @@ use crate::app::App;
 use crate::health::Readiness;
 
 #[derive(Clone)]
-pub struct AppState {
+pub struct ApiState {
     pub app: App,
     pub metrics: PrometheusHandle,
     /// Background components (AMQP consumer, outbox relay) that must be up for readiness.

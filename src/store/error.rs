@@ -1,62 +1,73 @@
 //! The one place where Postgres error codes and constraint names become meanings.
 
-/// A store failure, classified so that callers decide on meaning, not on SQLSTATE codes.
+/// A store failure, classified so that callers decide on meaning, not on SQLSTATE codes. Every
+/// variant that comes from the driver keeps it as its source, so the log shows the whole chain.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The `(client_id, idempotency_key)` pair is already taken by a committed change.
-    #[error("the idempotency key is already used")]
-    IdempotencyKeyTaken,
+    /// Another writer committed first on a guard that the caller relies on (the key of a change,
+    /// one change into each status, the history's version, a deadlock, a serialization failure):
+    /// the transaction is spoilt; roll back, re-read and decide again.
+    #[error("lost a race with a concurrent writer")]
+    Contended(#[source] sqlx::Error),
     /// A transfer names an order that does not exist.
     #[error("the order does not exist")]
-    UnknownOrder,
-    /// Another writer committed first on a guard that the caller relies on
-    /// (unique status change, deadlock, serialization failure): re-read and decide again.
-    #[error("lost a race with a concurrent writer")]
-    Contended,
+    UnknownOrder(#[source] sqlx::Error),
     /// A lock was not granted within `lock_timeout`: another transaction holds it.
     #[error("timed out waiting for a concurrent transaction")]
-    Busy,
+    Busy(#[source] sqlx::Error),
     /// Postgres cannot be reached or the pool is exhausted.
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
+    #[error("database unavailable")]
+    Unavailable(#[source] sqlx::Error),
     /// A stored value no longer parses into its domain type.
-    #[error("stored data is invalid: {0}")]
-    Corrupt(String),
-    #[error("unexpected database error: {0}")]
-    Unexpected(String),
+    #[error("stored {what} is invalid")]
+    Corrupt {
+        what: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("migrating the database failed")]
+    Migrate(#[source] sqlx::migrate::MigrateError),
+    #[error("unexpected database error")]
+    Unexpected(#[source] sqlx::Error),
 }
 
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
-        match &error {
+        let meaning = match &error {
             sqlx::Error::Database(db) => match (db.code().as_deref(), db.constraint()) {
-                (Some("23505"), Some("order_transitions_idempotency_key")) => {
-                    StoreError::IdempotencyKeyTaken
-                }
-                (Some("23503"), Some("transfers_order_fkey")) => StoreError::UnknownOrder,
-                (Some("23505"), Some("order_transitions_status_change_once"))
+                (Some("23505"), Some("order_transitions_idempotency_key"))
+                | (Some("23505"), Some("order_transitions_status_change_once"))
                 | (Some("23505"), Some("order_transitions_pkey"))
                 | (Some("40001" | "40P01"), _) => StoreError::Contended,
+                (Some("23503"), Some("transfers_order_fkey")) => StoreError::UnknownOrder,
                 (Some("55P03"), _) => StoreError::Busy,
                 // Connection-level failures reported by the server (shutdown, too many clients).
                 (Some(code), _) if code.starts_with("08") || code.starts_with("57P") => {
-                    StoreError::Unavailable(error.to_string())
+                    StoreError::Unavailable
                 }
-                (Some("53300"), _) => StoreError::Unavailable(error.to_string()),
-                _ => StoreError::Unexpected(error.to_string()),
+                (Some("53300"), _) => StoreError::Unavailable,
+                _ => StoreError::Unexpected,
             },
             sqlx::Error::Io(_)
             | sqlx::Error::Tls(_)
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
-            | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error.to_string()),
-            _ => StoreError::Unexpected(error.to_string()),
-        }
+            | sqlx::Error::WorkerCrashed => StoreError::Unavailable,
+            _ => StoreError::Unexpected,
+        };
+        meaning(error)
     }
 }
 
 impl StoreError {
-    pub fn corrupt(what: impl std::fmt::Display) -> Self {
-        StoreError::Corrupt(what.to_string())
+    /// A stored value of `what` that its domain type refuses: `.map_err(StoreError::corrupt("status"))`.
+    pub fn corrupt<E>(what: &'static str) -> impl FnOnce(E) -> Self
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        move |source| StoreError::Corrupt {
+            what,
+            source: Box::new(source),
+        }
     }
 }

@@ -15,6 +15,22 @@ use sqlx::{ConnectOptions, Connection, PgPool};
 
 pub use error::StoreError;
 
+/// What a guarded write did: it found the row as the caller read it and changed it, or another
+/// writer had changed it first (the caller rolls back, re-reads and decides again).
+#[derive(Debug)]
+pub enum Guarded<T> {
+    Applied(T),
+    Lost,
+}
+
+/// What an insert guarded by a unique key did: it wrote a new row, or the key was taken (by a
+/// committed row, or by a concurrent transaction it waited for).
+#[derive(Debug)]
+pub enum Inserted<T> {
+    New(T),
+    Taken,
+}
+
 /// How long a statement may wait for a row or key lock held by another transaction (an in-flight
 /// duplicate request) before it fails with [`StoreError::Busy`].
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -70,7 +86,7 @@ pub async fn migrate(conn: &mut sqlx::PgConnection) -> Result<(), StoreError> {
     sqlx::migrate!("./migrations")
         .run(conn)
         .await
-        .map_err(|e| StoreError::Unexpected(e.to_string()))
+        .map_err(StoreError::Migrate)
 }
 
 /// `SELECT 1`: is Postgres answering?

@@ -4,10 +4,10 @@ use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::StoreError;
+use super::{Guarded, Inserted, StoreError};
 use crate::domain::{
     AmountMinor, BoundedText, Change, Currency, CustomerId, Money, Order, OrderId, OrderStatus,
-    Shipment,
+    Shipment, Version,
 };
 
 /// The selected columns, as a macro so that queries stay `&'static str` (sqlx 0.9 requires it).
@@ -40,20 +40,22 @@ impl TryFrom<OrderRow> for Order {
 
     fn try_from(row: OrderRow) -> Result<Self, Self::Error> {
         let shipment = match (row.carrier, row.tracking_number) {
-            (Some(carrier), Some(tracking)) => {
-                Some(Shipment::parse(&carrier, &tracking).map_err(StoreError::corrupt)?)
-            }
+            (Some(carrier), Some(tracking)) => Some(
+                Shipment::parse(&carrier, &tracking).map_err(StoreError::corrupt("shipment"))?,
+            ),
             _ => None,
         };
         Ok(Order {
             id: OrderId::from_uuid(row.id),
-            customer_id: CustomerId::parse(&row.customer_id).map_err(StoreError::corrupt)?,
+            customer_id: CustomerId::parse(&row.customer_id)
+                .map_err(StoreError::corrupt("customer_id"))?,
             amount: Money::new(
-                AmountMinor::parse(row.amount_minor).map_err(StoreError::corrupt)?,
-                Currency::parse(&row.currency).map_err(StoreError::corrupt)?,
+                AmountMinor::parse(row.amount_minor)
+                    .map_err(StoreError::corrupt("amount_minor"))?,
+                Currency::parse(&row.currency).map_err(StoreError::corrupt("currency"))?,
             ),
-            status: row.status.parse().map_err(StoreError::corrupt)?,
-            version: row.version,
+            status: row.status.parse().map_err(StoreError::corrupt("status"))?,
+            version: stored_version(row.version)?,
             paid_minor: row.paid_minor,
             refund_required: row.refund_required,
             shipment,
@@ -61,7 +63,7 @@ impl TryFrom<OrderRow> for Order {
                 .cancellation_reason
                 .map(|r| BoundedText::parse("cancellation_reason", &r, usize::MAX))
                 .transpose()
-                .map_err(StoreError::corrupt)?,
+                .map_err(StoreError::corrupt("cancellation_reason"))?,
             created_at: row.created_at,
             updated_at: row.updated_at,
         })
@@ -77,10 +79,10 @@ pub async fn find(conn: &mut PgConnection, id: OrderId) -> Result<Option<Order>,
         .transpose()
 }
 
-/// Inserts a new order unless its id exists. Returns the stored row, or `None` when another
-/// writer's order already holds the id.
-pub async fn insert(conn: &mut PgConnection, order: &Order) -> Result<Option<Order>, StoreError> {
-    sqlx::query_as::<_, OrderRow>(concat!(
+/// Inserts a new order unless its id is taken (by a committed order, or by a concurrent
+/// transaction this insert waited for).
+pub async fn insert(conn: &mut PgConnection, order: &Order) -> Result<Inserted<Order>, StoreError> {
+    let row = sqlx::query_as::<_, OrderRow>(concat!(
         "INSERT INTO orders (id, customer_id, amount_minor, currency, status, version) \
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING ",
         columns!()
@@ -90,19 +92,22 @@ pub async fn insert(conn: &mut PgConnection, order: &Order) -> Result<Option<Ord
     .bind(order.amount.minor.get())
     .bind(order.amount.currency.as_str())
     .bind(order.status.as_ref())
-    .bind(order.version)
+    .bind(order.version.get())
     .fetch_optional(conn)
-    .await?
-    .map(Order::try_from)
-    .transpose()
+    .await?;
+    match row {
+        Some(row) => Ok(Inserted::New(row.try_into()?)),
+        None => Ok(Inserted::Taken),
+    }
 }
 
 /// The guarded write: applies `change` only if the order is still in `change.from` at the version
-/// it was read at. `None` means another writer got there first.
-pub async fn apply(conn: &mut PgConnection, change: &Change) -> Result<Option<Order>, StoreError> {
+/// it was read at. A deadlock or serialization failure is the same news as zero rows: another
+/// writer got there first.
+pub async fn apply(conn: &mut PgConnection, change: &Change) -> Result<Guarded<Order>, StoreError> {
     let next = &change.next;
     let shipment = next.shipment.as_ref();
-    sqlx::query_as::<_, OrderRow>(concat!(
+    let row = sqlx::query_as::<_, OrderRow>(concat!(
         "UPDATE orders SET status = $4, version = version + 1, paid_minor = $5, \
          refund_required = $6, carrier = $7, tracking_number = $8, cancellation_reason = $9, \
          updated_at = now() \
@@ -111,7 +116,7 @@ pub async fn apply(conn: &mut PgConnection, change: &Change) -> Result<Option<Or
     ))
     .bind(next.id.as_uuid())
     .bind(change.from.as_ref())
-    .bind(change.expected_version())
+    .bind(change.from_version.get())
     .bind(next.status.as_ref())
     .bind(next.paid_minor)
     .bind(next.refund_required)
@@ -119,9 +124,12 @@ pub async fn apply(conn: &mut PgConnection, change: &Change) -> Result<Option<Or
     .bind(shipment.map(|s| s.tracking_number.as_str()))
     .bind(next.cancellation_reason.as_ref().map(|r| r.as_str()))
     .fetch_optional(conn)
-    .await?
-    .map(Order::try_from)
-    .transpose()
+    .await;
+    match row.map_err(StoreError::from) {
+        Ok(Some(row)) => Ok(Guarded::Applied(row.try_into()?)),
+        Ok(None) | Err(StoreError::Contended(_)) => Ok(Guarded::Lost),
+        Err(error) => Err(error),
+    }
 }
 
 /// Newest first, keyset-paginated on `(created_at, id)`: the page starts strictly after `after`.
@@ -148,4 +156,12 @@ pub async fn list(
     .into_iter()
     .map(Order::try_from)
     .collect()
+}
+
+/// A version read back from the table (whose CHECK keeps it at 1 or more).
+pub(super) fn stored_version(value: i64) -> Result<Version, StoreError> {
+    Version::new(value).ok_or(StoreError::Corrupt {
+        what: "version",
+        source: format!("{value} is below 1").into(),
+    })
 }

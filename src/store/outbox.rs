@@ -4,17 +4,17 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, PgPool};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::StoreError;
-use crate::domain::{EventType, OrderId};
+use crate::domain::{EventType, OrderId, Version};
 
 pub struct NewEvent {
     pub event_id: Uuid,
     pub event_type: EventType,
     pub order_id: OrderId,
-    pub order_version: i64,
+    pub order_version: Version,
     /// The whole envelope, exactly as it will be published.
     pub payload: serde_json::Value,
 }
@@ -27,7 +27,7 @@ pub async fn insert(conn: &mut PgConnection, event: &NewEvent) -> Result<(), Sto
     .bind(event.event_id)
     .bind(event.event_type.as_ref())
     .bind(event.order_id.as_uuid())
-    .bind(event.order_version)
+    .bind(event.order_version.get())
     .bind(&event.payload)
     .execute(conn)
     .await?;
@@ -60,35 +60,51 @@ pub struct PendingEvent {
     pub created_at: DateTime<Utc>,
 }
 
-/// Takes the relay lease for the rest of the transaction: one batch at a time across all relays,
-/// so events of one order are published in order even with several instances. `false`: another
-/// relay is publishing a batch right now.
-pub async fn try_lease(conn: &mut PgConnection) -> Result<bool, StoreError> {
-    Ok(sqlx::query_scalar(
-        "SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay'))",
-    )
-    .fetch_one(conn)
-    .await?)
+/// A batch claimed for publishing: the relay lease and the oldest unpublished rows, held in one
+/// transaction until [`ClaimedBatch::finish`] marks what the broker confirmed. Dropping it
+/// unfinished rolls back: the rows stay unpublished and the lease is released.
+pub struct ClaimedBatch {
+    tx: Transaction<'static, Postgres>,
+    pub events: Vec<PendingEvent>,
 }
 
-/// The oldest unpublished events, locked for this transaction (rows another transaction holds are
-/// skipped rather than waited for).
-pub async fn claim(conn: &mut PgConnection, limit: u32) -> Result<Vec<PendingEvent>, StoreError> {
-    Ok(sqlx::query_as::<_, PendingEvent>(
+/// Claims up to `limit` of the oldest unpublished events. Relays take turns batch by batch (a
+/// transaction-scoped advisory lock), so events of one order are published in order even with
+/// several instances. `None`: another relay holds the lease, or nothing is waiting.
+pub async fn claim_batch(pool: &PgPool, limit: u32) -> Result<Option<ClaimedBatch>, StoreError> {
+    let mut tx = pool.begin().await?;
+    let leased: bool = sqlx::query_scalar(
+        "SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay'))",
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    if !leased {
+        return Ok(None);
+    }
+    // Rows another transaction holds are skipped rather than waited for.
+    let events = sqlx::query_as::<_, PendingEvent>(
         "SELECT id, event_id, event_type, order_id, order_version, payload, created_at \
          FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
     )
     .bind(i64::from(limit))
-    .fetch_all(conn)
-    .await?)
+    .fetch_all(&mut *tx)
+    .await?;
+    if events.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(ClaimedBatch { tx, events }))
 }
 
-pub async fn mark_published(conn: &mut PgConnection, ids: &[i64]) -> Result<(), StoreError> {
-    sqlx::query("UPDATE outbox SET published_at = now() WHERE id = ANY($1)")
-        .bind(ids)
-        .execute(conn)
-        .await?;
-    Ok(())
+impl ClaimedBatch {
+    /// Marks the rows with these ids published and commits, releasing the lease.
+    pub async fn finish(mut self, published: &[i64]) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET published_at = now() WHERE id = ANY($1)")
+            .bind(published)
+            .execute(&mut *self.tx)
+            .await?;
+        self.tx.commit().await?;
+        Ok(())
+    }
 }
 
 /// Events not yet published.

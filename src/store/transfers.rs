@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::StoreError;
+use super::{Inserted, StoreError};
 use crate::domain::{AmountMinor, Currency, LedgerEntry, Money, OrderId, Payment, TransferId};
 
 macro_rules! columns {
@@ -30,35 +30,29 @@ impl TryFrom<TransferRow> for LedgerEntry {
     fn try_from(row: TransferRow) -> Result<Self, Self::Error> {
         Ok(LedgerEntry {
             payment: Payment {
-                transfer_id: TransferId::parse(&row.transfer_id).map_err(StoreError::corrupt)?,
+                transfer_id: TransferId::parse(&row.transfer_id)
+                    .map_err(StoreError::corrupt("transfer_id"))?,
                 order_id: OrderId::from_uuid(row.order_id),
                 money: Money::new(
-                    AmountMinor::parse(row.amount_minor).map_err(StoreError::corrupt)?,
-                    Currency::parse(&row.currency).map_err(StoreError::corrupt)?,
+                    AmountMinor::parse(row.amount_minor)
+                        .map_err(StoreError::corrupt("amount_minor"))?,
+                    Currency::parse(&row.currency).map_err(StoreError::corrupt("currency"))?,
                 ),
             },
-            source: row.source.parse().map_err(StoreError::corrupt)?,
+            source: row.source.parse().map_err(StoreError::corrupt("source"))?,
             received_at: row.received_at,
         })
     }
 }
 
-/// The result of offering a transfer to the ledger.
-#[derive(Debug)]
-pub enum Recorded {
-    /// This call inserted the row.
-    New(LedgerEntry),
-    /// The transfer id was already in the ledger: here is what it holds.
-    Existing(LedgerEntry),
-}
-
-/// `INSERT … ON CONFLICT DO NOTHING`, then read back the stored row if the insert did nothing.
-/// A concurrent insert of the same id waits for the other transaction and then sees its row.
+/// `INSERT … ON CONFLICT DO NOTHING`: the ledger keeps each transfer id once. A concurrent insert
+/// of the same id waits for the other transaction; [`Inserted::Taken`] then means the id is in the
+/// ledger (or was, if that transaction rolled back), and the caller compares what it holds.
 pub async fn record(
     conn: &mut PgConnection,
     payment: &Payment,
     source: crate::domain::Source,
-) -> Result<Recorded, StoreError> {
+) -> Result<Inserted<LedgerEntry>, StoreError> {
     let inserted = sqlx::query_as::<_, TransferRow>(concat!(
         "INSERT INTO transfers (transfer_id, order_id, amount_minor, currency, source) \
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (transfer_id) DO NOTHING RETURNING ",
@@ -71,13 +65,9 @@ pub async fn record(
     .bind(source.as_ref())
     .fetch_optional(&mut *conn)
     .await?;
-    if let Some(row) = inserted {
-        return Ok(Recorded::New(row.try_into()?));
-    }
-    match find(conn, &payment.transfer_id).await? {
-        Some(existing) => Ok(Recorded::Existing(existing)),
-        // The conflicting row belonged to a transaction that rolled back: try again.
-        None => Err(StoreError::Contended),
+    match inserted {
+        Some(row) => Ok(Inserted::New(row.try_into()?)),
+        None => Ok(Inserted::Taken),
     }
 }
 

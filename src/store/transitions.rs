@@ -6,26 +6,32 @@ use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::StoreError;
+use super::orders::stored_version;
+use super::{Inserted, StoreError};
 use crate::domain::{
-    Cause, ClientId, Fingerprint, HistoryEntry, IdempotencyKey, OrderId, OrderStatus,
-    TransitionKind,
+    Cause, ClientId, Fingerprint, HistoryEntry, IdempotencyKey, OrderId, OrderStatus, TransferId,
+    TransitionKind, Version,
 };
 
 /// A history row to write.
 pub struct NewTransition<'a> {
     pub order_id: OrderId,
-    pub version: i64,
+    pub version: Version,
     pub kind: TransitionKind,
     pub from: Option<OrderStatus>,
     pub to: OrderStatus,
-    pub transfer_id: Option<&'a str>,
+    pub transfer_id: Option<&'a TransferId>,
     pub cause: &'a Cause,
 }
 
-/// Fails with [`StoreError::IdempotencyKeyTaken`] when a committed change already holds the
-/// request's key, and waits (up to `lock_timeout`) while an uncommitted one does.
-pub async fn insert(conn: &mut PgConnection, row: NewTransition<'_>) -> Result<(), StoreError> {
+/// Writes the history row of a change. [`Inserted::Taken`]: another writer holds the request's
+/// key, this version, or the order's one change into this status (the insert waits, up to
+/// `lock_timeout`, while that writer is uncommitted); the transaction is spoilt, so the caller
+/// rolls back and decides again.
+pub async fn insert(
+    conn: &mut PgConnection,
+    row: NewTransition<'_>,
+) -> Result<Inserted<()>, StoreError> {
     let (client, key, fingerprint, event_id) = match row.cause {
         Cause::Api {
             client,
@@ -39,25 +45,29 @@ pub async fn insert(conn: &mut PgConnection, row: NewTransition<'_>) -> Result<(
         ),
         Cause::Amqp { event_id } => (None, None, None, Some(event_id.as_str())),
     };
-    sqlx::query(
+    let written = sqlx::query(
         "INSERT INTO order_transitions (order_id, version, kind, from_status, to_status, \
          transfer_id, cause_source, client_id, idempotency_key, request_fingerprint, event_id) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(row.order_id.as_uuid())
-    .bind(row.version)
+    .bind(row.version.get())
     .bind(row.kind.as_ref())
     .bind(row.from.map(|s| s.as_ref().to_owned()))
     .bind(row.to.as_ref())
-    .bind(row.transfer_id)
+    .bind(row.transfer_id.map(TransferId::as_str))
     .bind(row.cause.source().as_ref())
     .bind(client)
     .bind(key)
     .bind(fingerprint)
     .bind(event_id)
     .execute(conn)
-    .await?;
-    Ok(())
+    .await;
+    match written.map_err(StoreError::from) {
+        Ok(_) => Ok(Inserted::New(())),
+        Err(StoreError::Contended(_)) => Ok(Inserted::Taken),
+        Err(error) => Err(error),
+    }
 }
 
 /// The change a client's key is attached to.
@@ -65,7 +75,7 @@ pub async fn insert(conn: &mut PgConnection, row: NewTransition<'_>) -> Result<(
 pub struct KeyedChange {
     pub order_id: OrderId,
     pub kind: TransitionKind,
-    pub transfer_id: Option<String>,
+    pub transfer_id: Option<TransferId>,
     pub fingerprint: Fingerprint,
 }
 
@@ -95,12 +105,18 @@ pub async fn find_by_key(
     };
     Ok(Some(KeyedChange {
         order_id: OrderId::from_uuid(row.order_id),
-        kind: row.kind.parse().map_err(StoreError::corrupt)?,
-        transfer_id: row.transfer_id,
-        fingerprint: Fingerprint::from_stored(
-            row.request_fingerprint
-                .ok_or_else(|| StoreError::corrupt("a keyed transition has no fingerprint"))?,
-        ),
+        kind: row.kind.parse().map_err(StoreError::corrupt("kind"))?,
+        transfer_id: row
+            .transfer_id
+            .map(|t| TransferId::parse(&t))
+            .transpose()
+            .map_err(StoreError::corrupt("transfer_id"))?,
+        fingerprint: Fingerprint::from_stored(row.request_fingerprint.ok_or(
+            StoreError::Corrupt {
+                what: "request_fingerprint",
+                source: "a keyed transition has none".into(),
+            },
+        )?),
     }))
 }
 
@@ -125,15 +141,21 @@ impl TryFrom<HistoryRow> for HistoryEntry {
     fn try_from(row: HistoryRow) -> Result<Self, Self::Error> {
         Ok(HistoryEntry {
             order_id: OrderId::from_uuid(row.order_id),
-            version: row.version,
-            kind: row.kind.parse().map_err(StoreError::corrupt)?,
+            version: stored_version(row.version)?,
+            kind: row.kind.parse().map_err(StoreError::corrupt("kind"))?,
             from: row
                 .from_status
                 .map(|s| s.parse())
                 .transpose()
-                .map_err(StoreError::corrupt)?,
-            to: row.to_status.parse().map_err(StoreError::corrupt)?,
-            source: row.cause_source.parse().map_err(StoreError::corrupt)?,
+                .map_err(StoreError::corrupt("from_status"))?,
+            to: row
+                .to_status
+                .parse()
+                .map_err(StoreError::corrupt("to_status"))?,
+            source: row
+                .cause_source
+                .parse()
+                .map_err(StoreError::corrupt("cause_source"))?,
             client_id: row.client_id,
             idempotency_key: row.idempotency_key,
             event_id: row.event_id,

@@ -322,7 +322,7 @@ async fn a_rest_payment_and_an_amqp_payment_of_one_transfer_make_one_ledger_row(
     let order = Uuid::new_v4();
     h.place("placed", order, 1000).await;
     h.wait_for_status(order, "PENDING_PAYMENT").await;
-    let router = order_service::http::router(order_service::http::AppState {
+    let router = order_service::http::router(order_service::http::ApiState {
         app: h.app.clone(),
         metrics: order_service::telemetry::metrics(),
         readiness: Default::default(),
@@ -348,4 +348,28 @@ async fn a_rest_payment_and_an_amqp_payment_of_one_transfer_make_one_ledger_row(
     assert_eq!(sources, ["api"]);
     assert_eq!(h.order_state(order).await, Some(("PAID".into(), 2, 1000)));
     assert!(h.take_dead_letters().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_refused_event_is_counted_as_a_conflict_like_a_refused_request() {
+    let metrics = order_service::telemetry::metrics();
+    let conflicts = |reason: &str| {
+        let prefix = format!("order_conflicts_total{{reason=\"{reason}\"}} ");
+        metrics
+            .render()
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix).map(str::to_owned))
+            .map_or(0.0, |n| n.parse::<f64>().unwrap())
+    };
+    let before = conflicts("transfer-conflict");
+    let mut h = Harness::start().await;
+    h.spawn_consumer();
+    let order = Uuid::new_v4();
+    h.place("placed", order, 1000).await;
+    h.pay("payment", order, "t-1", 1000).await;
+    h.wait_for_status(order, "PAID").await;
+
+    h.pay("reused-transfer", order, "t-1", 999).await;
+    h.wait_for_dead_letters(1).await;
+    assert!(conflicts("transfer-conflict") >= before + 1.0);
 }

@@ -9,7 +9,7 @@ use order_service::amqp::relay::prune;
 use order_service::app::App;
 use order_service::domain::{
     AmountMinor, BoundedText, Cause, Currency, CustomerId, EventId, EventType, Money, NewOrder,
-    OrderId, Payment, Shipment, TransferId,
+    OrderId, Payment, Shipment, TransferId, Version,
 };
 use order_service::store::outbox::{self, NewEvent};
 use serde_json::json;
@@ -150,7 +150,7 @@ async fn a_transaction_that_rolls_back_publishes_nothing() {
             event_id: Uuid::new_v4(),
             event_type: EventType::OrderPaid,
             order_id: committed,
-            order_version: 2,
+            order_version: Version::FIRST.next(),
             payload: json!({"type": "order.paid", "rolled_back": true}),
         },
     )

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use order_service::app::App;
 use order_service::auth::{AuthMode, ClientRegistry, TokenDigest, generate_token};
-use order_service::http::{self, AppState, HttpSettings};
+use order_service::http::{self, ApiState, HttpSettings};
 use order_service::telemetry;
 
 use crate::helpers::{TestApp, TestResponse, order_body, payment_body, shipment_body};
@@ -47,7 +47,7 @@ async fn secured() -> (TestApp, Tokens) {
     let clients = ClientRegistry::parse(&config, "test").unwrap();
     let mut app = TestApp::spawn().await;
     app.router = http::router_with(
-        AppState {
+        ApiState {
             app: App::new(app.pool.clone()),
             metrics: telemetry::metrics(),
             readiness: Default::default(),
@@ -507,7 +507,7 @@ async fn the_document_declares_the_bearer_scheme_and_the_scope_of_each_operation
 async fn an_api_without_clients_on_a_public_address_refuses_to_start() {
     use clap::Parser;
     use order_service::config::Config;
-    use order_service::startup::Application;
+    use order_service::startup::Service;
 
     #[derive(Parser)]
     struct Cli {
@@ -524,7 +524,7 @@ async fn an_api_without_clients_on_a_public_address_refuses_to_start() {
         "postgres://postgres@127.0.0.1:1/never-reached",
     ])
     .config;
-    let error = Application::build(config, &shutdown)
+    let error = Service::build(config, &shutdown)
         .await
         .err()
         .expect("start-up must be refused");
@@ -545,6 +545,6 @@ async fn an_api_without_clients_on_a_public_address_refuses_to_start() {
         "not a url",
     ])
     .config;
-    let error = Application::build(config, &shutdown).await.err().unwrap();
+    let error = Service::build(config, &shutdown).await.err().unwrap();
     assert!(format!("{error:#}").contains("DATABASE_URL"), "{error:#}");
 }

@@ -16,7 +16,7 @@ use tower::ServiceExt;
 use uuid::Uuid;
 
 use order_service::app::App;
-use order_service::http::{self, AppState};
+use order_service::http::{self, ApiState};
 use order_service::{store, telemetry};
 
 pub use crate::common::ADMIN_URL;
@@ -114,7 +114,7 @@ impl TestApp {
         // tests from running at once.
         let db = TestDb::create_with_pool(lock_timeout, 70).await;
         let pool = db.pool.clone();
-        let state = AppState {
+        let state = ApiState {
             app: App::new(pool.clone()),
             metrics: telemetry::metrics(),
             readiness: Default::default(),

@@ -11,14 +11,14 @@ use tower::ServiceExt;
 use uuid::Uuid;
 
 use order_service::app::App;
-use order_service::http::{self, AppState, HttpSettings, Limits, MAX_BODY_BYTES};
+use order_service::http::{self, ApiState, HttpSettings, Limits, MAX_BODY_BYTES};
 use order_service::telemetry;
 
 use crate::helpers::{TestApp, json_post};
 
 fn with_limits(app: &mut TestApp, limits: Limits) {
     app.router = http::router_with(
-        AppState {
+        ApiState {
             app: App::new(app.pool.clone()),
             metrics: telemetry::metrics(),
             readiness: Default::default(),

@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use order_service::app::App;
 use order_service::health::Readiness;
-use order_service::http::{self, AppState};
+use order_service::http::{self, ApiState};
 use order_service::{store, telemetry};
 
 use crate::helpers::TestApp;
@@ -25,7 +25,7 @@ async fn readiness_is_503_when_postgres_is_unreachable() {
         store::DEFAULT_LOCK_TIMEOUT,
     )
     .unwrap();
-    let router = http::router(AppState {
+    let router = http::router(ApiState {
         app: App::new(store::pool(options, 1)),
         metrics: telemetry::metrics(),
         readiness: Default::default(),
@@ -48,7 +48,7 @@ async fn readiness_is_503_while_the_broker_is_disconnected() {
     let app = TestApp::spawn().await;
     let readiness = Readiness::default();
     let consumer = readiness.register("consumer");
-    let router = http::router(AppState {
+    let router = http::router(ApiState {
         app: App::new(app.pool.clone()),
         metrics: telemetry::metrics(),
         readiness,

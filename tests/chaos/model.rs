@@ -216,7 +216,7 @@ pub fn expect(script: &Script) -> Expected {
     events.sort();
     Expected {
         status: order.status.to_string(),
-        version: order.version,
+        version: order.version.get(),
         paid_minor: order.paid_minor,
         refund_required: order.refund_required,
         shipment: order

@@ -21,10 +21,7 @@ pub(super) async fn prior_change(
         return Ok(None);
     };
     match transitions::find_by_key(conn, client, key).await? {
-        Some(prior) if &prior.fingerprint == fingerprint => {
-            metrics::counter!("idempotent_replays_total").increment(1);
-            Ok(Some(prior))
-        }
+        Some(prior) if &prior.fingerprint == fingerprint => Ok(Some(prior)),
         Some(_) => Err(AppError::KeyReused),
         None => Ok(None),
     }

@@ -1,0 +1,145 @@
+//! The one way a command runs. [`run`] owns the transaction around it: begin; replay the change
+//! the request's Idempotency-Key already made, if any; otherwise let the command read, decide and
+//! write with guarded statements; commit, or roll back and try again when a guard lost a race.
+//! The outcome metrics are counted here, once, for both doors.
+
+use std::future::Future;
+
+use sqlx::{Connection, PgConnection, PgPool};
+
+use super::keys::prior_change;
+use super::{AppError, Outcome};
+use crate::domain::{Cause, OrderStatus, TransitionKind};
+use crate::store::outbox;
+use crate::store::transitions::KeyedChange;
+
+/// How many times a command re-reads and decides again after losing a race. Each lost race means
+/// another writer committed, so the loop always makes progress; the bound only guards against a
+/// pathological storm on one order.
+const MAX_ATTEMPTS: usize = 200;
+
+/// A command of the application layer: what [`run`] attempts inside its transaction.
+pub(super) trait Command: Sync {
+    type Output: Send;
+
+    /// One attempt: read, let the domain decide, write with guarded statements.
+    fn attempt(
+        &self,
+        conn: &mut PgConnection,
+        cause: &Cause,
+    ) -> impl Future<Output = Result<Attempt<Self::Output>, AppError>> + Send;
+
+    /// The current state of what `prior` (the change this request's key already made) touched.
+    fn replay(
+        &self,
+        conn: &mut PgConnection,
+        prior: &KeyedChange,
+    ) -> impl Future<Output = Result<Self::Output, AppError>> + Send;
+}
+
+/// How one attempt ended.
+pub(super) enum Attempt<T> {
+    /// This attempt wrote the change: commit.
+    Applied(T, Written),
+    /// The effect already exists: nothing was written.
+    AlreadyApplied(T),
+    /// A guard found that another writer got there first: roll back, re-read, decide again.
+    Lost,
+}
+
+/// What a written change was, for the metrics.
+pub(super) struct Written {
+    pub kind: TransitionKind,
+    /// `None` at creation.
+    pub from: Option<OrderStatus>,
+    pub to: OrderStatus,
+}
+
+/// Runs `command` until it commits or fails for a reason of its own.
+pub(super) async fn run<C: Command>(
+    pool: &PgPool,
+    command: &C,
+    cause: &Cause,
+) -> Result<Outcome<C::Output>, AppError> {
+    let mut connection = pool.acquire().await?;
+    for _ in 0..MAX_ATTEMPTS {
+        let mut tx = connection.begin().await?;
+        let step = match step(&mut tx, command, cause).await {
+            Ok(step) => step,
+            Err(error) => {
+                if let AppError::Refused { reason, .. } = &error {
+                    metrics::counter!("order_conflicts_total", "reason" => reason.code())
+                        .increment(1);
+                }
+                return Err(error);
+            }
+        };
+        let Some((outcome, written)) = step else {
+            tx.rollback().await?;
+            metrics::counter!("order_write_conflicts_total").increment(1);
+            continue;
+        };
+        tx.commit().await?;
+        match (&outcome, written) {
+            (Outcome::Applied(_), Some(written)) => {
+                count_change(&written, cause);
+                // Committed already: a lost wake-up only delays publishing until the relay's
+                // next poll, so it must not fail the command.
+                if let Err(error) = outbox::announce(&mut connection).await {
+                    tracing::debug!(%error, "could not wake the outbox relay");
+                }
+            }
+            (Outcome::Replayed(_), _) => {
+                metrics::counter!("idempotent_replays_total").increment(1);
+            }
+            _ => {}
+        }
+        return Ok(outcome);
+    }
+    Err(AppError::Busy)
+}
+
+/// One attempt in `conn`'s transaction. `None`: lost a race.
+async fn step<C: Command>(
+    conn: &mut PgConnection,
+    command: &C,
+    cause: &Cause,
+) -> Result<Option<(Outcome<C::Output>, Option<Written>)>, AppError> {
+    if let Some(prior) = prior_change(conn, cause).await? {
+        let value = command.replay(conn, &prior).await?;
+        return Ok(Some((Outcome::Replayed(value), None)));
+    }
+    let attempt = command.attempt(conn, cause).await;
+    // An attempt that wrote nothing may have waited for a concurrent twin carrying this
+    // request's key (its ledger insert or row lock did): now that the twin committed, its key
+    // decides — a replay, or a key reused for another request.
+    let unwritten = match attempt {
+        Ok(Attempt::Applied(value, written)) => {
+            return Ok(Some((Outcome::Applied(value), Some(written))));
+        }
+        Ok(Attempt::Lost) => return Ok(None),
+        Ok(Attempt::AlreadyApplied(value)) => Ok(value),
+        Err(error @ AppError::Refused { .. }) => Err(error),
+        Err(error) => return Err(error),
+    };
+    if let Some(prior) = prior_change(conn, cause).await? {
+        let value = command.replay(conn, &prior).await?;
+        return Ok(Some((Outcome::Replayed(value), None)));
+    }
+    unwritten.map(|value| Some((Outcome::AlreadyApplied(value), None)))
+}
+
+fn count_change(written: &Written, cause: &Cause) {
+    let from: &'static str = written.from.map_or("none", Into::into);
+    let to: &'static str = written.to.into();
+    let kind: &'static str = written.kind.into();
+    let source: &'static str = cause.source().into();
+    metrics::counter!(
+        "order_changes_total",
+        "kind" => kind,
+        "from" => from,
+        "to" => to,
+        "source" => source,
+    )
+    .increment(1);
+}

@@ -1,0 +1,46 @@
+//! An order's version: 1 at creation, +1 on every change. It guards every write (the update
+//! names the version it read), is the `ETag` clients send back in `If-Match`, and numbers the
+//! history rows.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Version(i64);
+
+impl Version {
+    /// The version of a newly placed order.
+    pub const FIRST: Version = Version(1);
+
+    /// A stored or client-sent version; versions start at 1.
+    pub fn new(value: i64) -> Option<Self> {
+        (value >= 1).then_some(Self(value))
+    }
+
+    /// The version a change produces.
+    pub fn next(self) -> Self {
+        Self(self.0 + 1)
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_start_at_one_and_count_up() {
+        assert_eq!(Version::new(1), Some(Version::FIRST));
+        assert_eq!(Version::new(0), None);
+        assert_eq!(Version::new(-3), None);
+        assert_eq!(Version::FIRST.next().get(), 2);
+    }
+}
