@@ -8,8 +8,10 @@ pub mod decision;
 pub mod envelope;
 pub mod relay;
 pub mod topology;
+mod worker;
 
 pub use connection::{AmqpError, Backoff, connect};
 pub use consumer::Consumer;
 pub use relay::Relay;
 pub use topology::Topology;
+pub use worker::apply;

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use lapin::options::{BasicGetOptions, BasicRejectOptions};
-use order_service::amqp::consumer::apply;
+use order_service::amqp::apply;
 use order_service::amqp::decision::Disposition;
 use order_service::amqp::envelope;
 use order_service::app::App;

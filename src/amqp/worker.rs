@@ -1,0 +1,214 @@
+//! One delivery's life: parse it, run its command through [`apply`] (the same command the REST
+//! API runs), decide with [`decide`], and settle it — the original is acknowledged only after its
+//! command committed, or after its replacement (a retry or a dead letter) is confirmed.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lapin::message::Delivery;
+use lapin::options::{BasicAckOptions, BasicPublishOptions};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::{BasicProperties, Channel};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::connection::{AmqpError, Backoff};
+use super::consumer::{ATTEMPT_HEADER, REASON_HEADER, Settled};
+use super::decision::{Disposition, decide};
+use super::envelope::{self, Envelope, InboundEvent};
+use super::topology::Topology;
+use crate::app::App;
+use crate::config::AmqpConfig;
+use crate::domain::Cause;
+
+/// Everything a delivery's handler needs.
+pub(super) struct Worker {
+    pub(super) app: App,
+    pub(super) publisher: Channel,
+    pub(super) config: Arc<AmqpConfig>,
+    pub(super) topology: Arc<Topology>,
+    pub(super) session: CancellationToken,
+    pub(super) settled: Settled,
+    pub(super) max_message_bytes: usize,
+}
+
+impl Worker {
+    pub(super) async fn handle(&self, delivery: Delivery) {
+        let started = Instant::now();
+        let attempt = attempt_of(&delivery.properties);
+        let parsed = envelope::parse_bounded(&delivery.data, self.max_message_bytes);
+        let (event_id, event_type, order_id) = match &parsed {
+            Ok(e) => (
+                e.event_id.to_string(),
+                e.event_type,
+                e.event.order_id().to_string(),
+            ),
+            Err(_) => (String::new(), "unparsable", String::new()),
+        };
+        let span = tracing::info_span!("amqp_message", %event_id, %event_type, %order_id, attempt);
+        async move {
+            let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+            let disposition = loop {
+                let disposition = match &parsed {
+                    Err(poison) => Disposition::DeadLetter { reason: poison.to_string() },
+                    Ok(envelope) => apply(&self.app, envelope).await,
+                };
+                let Disposition::Wait { reason } = disposition else {
+                    break disposition;
+                };
+                let delay = backoff.next_delay();
+                tracing::warn!(%reason, retry_in = ?delay, "cannot process now; keeping the message");
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    // Left unacknowledged: the broker redelivers it to whoever consumes next.
+                    () = self.session.cancelled() => return,
+                }
+            };
+            let outcome = match self.settle(&delivery, attempt, disposition).await {
+                Ok(outcome) => {
+                    self.settled.record(outcome);
+                    outcome
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "could not settle the message; it will be redelivered");
+                    "unsettled"
+                }
+            };
+            metrics::counter!("amqp_messages_total", "type" => event_type, "outcome" => outcome)
+                .increment(1);
+            metrics::histogram!("amqp_message_duration_seconds", "type" => event_type)
+                .record(started.elapsed().as_secs_f64());
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Acts on the decision; the original is acknowledged only once its replacement (retry or
+    /// dead letter) is confirmed by the broker.
+    async fn settle(
+        &self,
+        delivery: &Delivery,
+        attempt: u32,
+        disposition: Disposition,
+    ) -> Result<&'static str, AmqpError> {
+        let outcome = match disposition {
+            Disposition::Ack { outcome } => {
+                tracing::debug!(outcome, "applied");
+                outcome
+            }
+            Disposition::Retry { reason } if attempt < self.config.max_attempts => {
+                let delay = self.config.retry_delay(attempt);
+                tracing::info!(%reason, ?delay, "premature; retrying later");
+                let mut headers = headers_of(&delivery.properties);
+                headers.insert(ATTEMPT_HEADER.into(), AMQPValue::LongUInt(attempt + 1));
+                headers.insert(REASON_HEADER.into(), AMQPValue::LongString(reason.into()));
+                self.publish("", &self.topology.retry_queue(delay), delivery, headers)
+                    .await?;
+                "retried"
+            }
+            Disposition::Retry { reason } => {
+                let reason = format!("{reason} (gave up after {attempt} attempts)");
+                self.dead_letter(delivery, reason).await?;
+                "dead_lettered"
+            }
+            Disposition::DeadLetter { reason } => {
+                self.dead_letter(delivery, reason).await?;
+                "dead_lettered"
+            }
+            Disposition::Wait { .. } => return Ok("unsettled"),
+        };
+        delivery.ack(BasicAckOptions::default()).await?;
+        Ok(outcome)
+    }
+
+    async fn dead_letter(&self, delivery: &Delivery, reason: String) -> Result<(), AmqpError> {
+        tracing::warn!(%reason, "dead-lettering");
+        let mut headers = headers_of(&delivery.properties);
+        headers.insert(REASON_HEADER.into(), AMQPValue::LongString(reason.into()));
+        headers.insert(
+            "x-original-routing-key".into(),
+            AMQPValue::LongString(delivery.routing_key.as_str().into()),
+        );
+        let routing_key = delivery.routing_key.as_str().to_owned();
+        self.publish(
+            &self.topology.dead_letter_exchange,
+            &routing_key,
+            delivery,
+            headers,
+        )
+        .await
+    }
+
+    /// Republishes the original body and properties with `headers`, persistent, and waits for
+    /// the broker's confirm.
+    async fn publish(
+        &self,
+        exchange: &str,
+        routing_key: &str,
+        delivery: &Delivery,
+        headers: FieldTable,
+    ) -> Result<(), AmqpError> {
+        let properties = delivery
+            .properties
+            .clone()
+            .with_headers(headers)
+            .with_delivery_mode(2);
+        let confirm = self
+            .publisher
+            .basic_publish(
+                ShortString::from(exchange),
+                ShortString::from(routing_key),
+                BasicPublishOptions::default(),
+                &delivery.data,
+                properties,
+            )
+            .await?
+            .await?;
+        if confirm.is_nack() {
+            return Err(AmqpError::Nacked);
+        }
+        Ok(())
+    }
+}
+
+/// Runs the event's command — the same one the REST API runs — and decides the disposition.
+pub async fn apply(app: &App, envelope: &Envelope) -> Disposition {
+    let cause = Cause::Amqp {
+        event_id: envelope.event_id.clone(),
+    };
+    match &envelope.event {
+        InboundEvent::OrderPlaced(new) => decide(&app.place(new.clone(), &cause).await),
+        InboundEvent::PaymentSucceeded(payment) => {
+            decide(&app.record_payment(payment.clone(), &cause).await)
+        }
+        InboundEvent::ShipmentDispatched { order_id, shipment } => {
+            decide(&app.ship(*order_id, shipment, None, &cause).await)
+        }
+        InboundEvent::CancellationRequested { order_id, reason } => {
+            decide(&app.cancel(*order_id, reason, None, &cause).await)
+        }
+    }
+}
+
+fn headers_of(properties: &BasicProperties) -> FieldTable {
+    properties.headers().clone().unwrap_or_default()
+}
+
+/// Which delivery through the retry path this is: 1 for a message never retried.
+fn attempt_of(properties: &BasicProperties) -> u32 {
+    let value = properties
+        .headers()
+        .as_ref()
+        .and_then(|h| h.inner().get(ATTEMPT_HEADER).cloned());
+    let attempt = match value {
+        Some(AMQPValue::LongUInt(n)) => i64::from(n),
+        Some(AMQPValue::LongInt(n)) => i64::from(n),
+        Some(AMQPValue::LongLongInt(n)) => n,
+        Some(AMQPValue::ShortUInt(n)) => i64::from(n),
+        Some(AMQPValue::ShortInt(n)) => i64::from(n),
+        Some(AMQPValue::ShortShortUInt(n)) => i64::from(n),
+        Some(AMQPValue::ShortShortInt(n)) => i64::from(n),
+        _ => 1,
+    };
+    u32::try_from(attempt.max(1)).unwrap_or(u32::MAX)
+}
