@@ -1,5 +1,5 @@
-//! The application layer: the commands both doors call (place, record a payment, ship, cancel)
-//! and the queries the REST API serves. It is the only place that opens transactions and decides
+//! The application layer: the commands both doors call (place, record a payment or a refund,
+//! ship, cancel), the payment-expiry sweep, and the queries the REST API serves. It is the only place that opens transactions and decides
 //! outcomes; the doors translate requests in and outcomes out, nothing more.
 //!
 //! Every command runs through one function, [`runner::run`]: begin; if the request's
@@ -9,9 +9,10 @@
 
 mod error;
 mod events;
+mod expiry;
 mod keys;
+mod ledger;
 mod outcome;
-mod payment;
 mod place;
 mod queries;
 mod runner;
@@ -24,8 +25,9 @@ use sqlx::PgPool;
 
 pub use error::AppError;
 pub use events::OutboundEnvelope;
+pub use expiry::Sweep;
+pub use ledger::Receipt;
 pub use outcome::Outcome;
-pub use payment::Receipt;
 pub use queries::{Cursor, OrderPage, PageRequest};
 
 use crate::store;

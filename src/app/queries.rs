@@ -1,10 +1,11 @@
-//! Reads for the REST API: one order, a newest-first page of orders, an order's ledger and history.
+//! Reads for the REST API: one order, a newest-first page of orders (by status, customer or both),
+//! an order's ledger (both directions) and history.
 
 use super::{App, AppError};
-use crate::domain::{HistoryEntry, LedgerEntry, Order, OrderId, OrderStatus};
+use crate::domain::{CustomerId, HistoryEntry, LedgerEntry, Order, OrderId, OrderStatus};
 use chrono::{DateTime, Utc};
 
-use crate::store::orders;
+use crate::store::orders::{self, OrderFilter};
 use crate::store::{transfers, transitions};
 
 /// Where a page of the newest-first listing starts: strictly after this order.
@@ -23,10 +24,12 @@ impl Cursor {
     }
 }
 
-/// A page request: an optional status filter, a page size and where the previous page ended.
+/// A page request: optional filters (all must hold), a page size and where the previous page
+/// ended.
 #[derive(Debug, Clone)]
 pub struct PageRequest {
     pub status: Option<OrderStatus>,
+    pub customer_id: Option<CustomerId>,
     pub limit: u16,
     pub after: Option<Cursor>,
 }
@@ -49,9 +52,13 @@ impl App {
     pub async fn orders(&self, page: PageRequest) -> Result<OrderPage, AppError> {
         let limit = usize::from(page.limit);
         // One extra row tells whether another page follows.
+        let filter = OrderFilter {
+            status: page.status,
+            customer_id: page.customer_id,
+        };
         let mut items = orders::list(
             &self.pool,
-            page.status,
+            &filter,
             page.after.map(|c| (c.created_at, c.id)),
             limit as i64 + 1,
         )

@@ -43,10 +43,10 @@ impl App {
 }
 
 /// A change of one order's status that the domain decides from the order as read.
-struct StatusChange<F> {
-    order_id: OrderId,
-    if_match: Option<Version>,
-    decide: F,
+pub(super) struct StatusChange<F> {
+    pub order_id: OrderId,
+    pub if_match: Option<Version>,
+    pub decide: F,
 }
 
 impl<F> Command for StatusChange<F>

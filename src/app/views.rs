@@ -70,6 +70,8 @@ impl From<&Order> for OrderView {
 pub enum SourceView {
     Api,
     Amqp,
+    /// The payment-expiry sweep (history only: it records no money).
+    Timer,
 }
 
 impl From<Source> for SourceView {
@@ -77,6 +79,7 @@ impl From<Source> for SourceView {
         match source {
             Source::Api => SourceView::Api,
             Source::Amqp => SourceView::Amqp,
+            Source::Timer => SourceView::Timer,
         }
     }
 }
@@ -98,10 +101,10 @@ pub struct LedgerEntryView {
 impl From<&LedgerEntry> for LedgerEntryView {
     fn from(entry: &LedgerEntry) -> Self {
         Self {
-            transfer_id: entry.payment.transfer_id.to_string(),
-            order_id: entry.payment.order_id.as_uuid(),
-            amount_minor: entry.payment.money.minor.get(),
-            currency: entry.payment.money.currency.to_string(),
+            transfer_id: entry.transfer.id.to_string(),
+            order_id: entry.transfer.order_id.as_uuid(),
+            amount_minor: entry.transfer.money.minor.get(),
+            currency: entry.transfer.money.currency.to_string(),
             source: entry.source.into(),
             received_at: entry.received_at,
         }

@@ -1,4 +1,5 @@
-//! The events order-service emits: one per status change and one per refund that becomes due.
+//! The events order-service emits: one per status change, one when a refund becomes due, and one
+//! per recorded refund.
 
 use strum::{AsRefStr, Display, EnumString, IntoStaticStr};
 
@@ -14,4 +15,6 @@ pub enum EventType {
     OrderCancelled,
     #[strum(serialize = "order.refund_required")]
     OrderRefundRequired,
+    #[strum(serialize = "order.refunded")]
+    OrderRefunded,
 }

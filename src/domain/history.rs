@@ -5,7 +5,6 @@ use strum::{AsRefStr, Display, EnumString, IntoStaticStr};
 
 use super::idempotency::{Fingerprint, IdempotencyKey};
 use super::ids::{ClientId, EventId, OrderId};
-use super::order::Payment;
 use super::status::{OrderStatus, TransitionKind};
 use super::version::Version;
 
@@ -15,6 +14,8 @@ use super::version::Version;
 pub enum Source {
     Api,
     Amqp,
+    /// The payment-expiry sweep.
+    Timer,
 }
 
 /// Why a change happened. A REST request carries its client, key and fingerprint so that a retry
@@ -29,6 +30,8 @@ pub enum Cause {
     Amqp {
         event_id: EventId,
     },
+    /// The payment-expiry sweep cancelled an order that stayed unpaid too long.
+    Timer,
 }
 
 impl Cause {
@@ -36,16 +39,9 @@ impl Cause {
         match self {
             Cause::Api { .. } => Source::Api,
             Cause::Amqp { .. } => Source::Amqp,
+            Cause::Timer => Source::Timer,
         }
     }
-}
-
-/// One row of the ledger.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LedgerEntry {
-    pub payment: Payment,
-    pub source: Source,
-    pub received_at: DateTime<Utc>,
 }
 
 /// One row of an order's history, as shown to readers (the fingerprint stays private).

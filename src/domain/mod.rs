@@ -3,9 +3,12 @@
 //! speak in these types.
 
 mod events;
+#[cfg(test)]
+mod fixtures;
 mod history;
 mod idempotency;
 mod ids;
+mod ledger;
 mod money;
 mod order;
 mod status;
@@ -13,11 +16,12 @@ mod text;
 mod version;
 
 pub use events::EventType;
-pub use history::{Cause, HistoryEntry, LedgerEntry, Source};
+pub use history::{Cause, HistoryEntry, Source};
 pub use idempotency::{Fingerprint, IdempotencyKey};
 pub use ids::{ClientId, CustomerId, EventId, OrderId, TransferId};
+pub use ledger::{Direction, LedgerEntry, Payment, Refund, Transfer};
 pub use money::{AmountMinor, Currency, Money};
-pub use order::{Change, Decision, DomainError, NewOrder, Order, Payment, Shipment};
+pub use order::{Change, Decision, DomainError, NewOrder, Order, Shipment};
 pub use status::{Command, OrderStatus, Refusal, TransitionKind, transition};
 pub use text::{BoundedText, ValidationError};
 pub use version::Version;

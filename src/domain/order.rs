@@ -35,14 +35,6 @@ pub struct NewOrder {
     pub amount: Money,
 }
 
-/// One transfer of money towards an order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Payment {
-    pub transfer_id: TransferId,
-    pub order_id: OrderId,
-    pub money: Money,
-}
-
 /// An order as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
@@ -51,7 +43,11 @@ pub struct Order {
     pub amount: Money,
     pub status: OrderStatus,
     pub version: Version,
+    /// Sum of the order's incoming ledger entries.
     pub paid_minor: i64,
+    /// Sum of the order's outgoing ledger entries (refunds); never above `paid_minor`.
+    pub refunded_minor: i64,
+    /// `refund_due_minor() > 0`, kept with the row so readers need not recompute it.
     pub refund_required: bool,
     pub shipment: Option<Shipment>,
     pub cancellation_reason: Option<BoundedText>,
@@ -87,10 +83,12 @@ pub enum DomainError {
     ShipmentConflict,
     #[error("transfer {0} was already recorded with other content")]
     TransferConflict(TransferId),
-    #[error("payment currency {payment} differs from the order's currency {order}")]
-    CurrencyMismatch { order: Currency, payment: Currency },
+    #[error("currency {transfer} differs from the order's currency {order}")]
+    CurrencyMismatch { order: Currency, transfer: Currency },
     #[error("the order's ledger total would overflow")]
     LedgerOverflow,
+    #[error("a refund of {refund} exceeds the {held} the order holds")]
+    RefundExceedsBalance { refund: i64, held: i64 },
 }
 
 impl DomainError {
@@ -104,19 +102,21 @@ impl DomainError {
             DomainError::TransferConflict(_) => "transfer-conflict",
             DomainError::CurrencyMismatch { .. } => "currency-mismatch",
             DomainError::LedgerOverflow => "ledger-overflow",
+            DomainError::RefundExceedsBalance { .. } => "refund-exceeds-balance",
         }
     }
 
     /// Whether the same command may succeed later without anyone correcting it: a shipment of
-    /// an order still waiting for its payment (the payment may be on its way). Every other
-    /// refusal is final. The AMQP consumer retries the first kind and dead-letters the rest.
+    /// an order still waiting for its payment, or a refund of more than the order holds yet (the
+    /// payment may be on its way). Every other refusal is final. The AMQP consumer retries the
+    /// first kind and dead-letters the rest.
     pub fn may_succeed_later(&self) -> bool {
         matches!(
             self,
             DomainError::InvalidTransition {
                 from: OrderStatus::PendingPayment,
                 to: OrderStatus::Shipped,
-            }
+            } | DomainError::RefundExceedsBalance { .. }
         )
     }
 }
@@ -131,6 +131,7 @@ impl NewOrder {
             status: OrderStatus::PendingPayment,
             version: Version::FIRST,
             paid_minor: 0,
+            refunded_minor: 0,
             refund_required: false,
             shipment: None,
             cancellation_reason: None,
@@ -153,19 +154,13 @@ impl NewOrder {
     }
 }
 
-impl Payment {
-    /// A recorded transfer with the same id is a replay only if everything else matches too.
-    pub fn decide_against(&self, recorded: &Payment) -> Result<Decision, DomainError> {
-        if recorded == self {
-            Ok(Decision::AlreadyApplied)
-        } else {
-            Err(DomainError::TransferConflict(self.transfer_id.clone()))
-        }
-    }
-}
-
 impl Order {
-    fn changed(&self, kind: TransitionKind, events: Vec<EventType>, next: Order) -> Change {
+    pub(super) fn changed(
+        &self,
+        kind: TransitionKind,
+        events: Vec<EventType>,
+        next: Order,
+    ) -> Change {
         Change {
             kind,
             from: self.status,
@@ -176,48 +171,6 @@ impl Order {
             },
             events,
         }
-    }
-
-    /// Records a payment (a fact, accepted in every status). It completes a pending order once
-    /// the amount is covered; money beyond the amount or on a cancelled order needs a refund.
-    pub fn record_payment(&self, money: &Money) -> Result<Change, DomainError> {
-        if money.currency != self.amount.currency {
-            return Err(DomainError::CurrencyMismatch {
-                order: self.amount.currency,
-                payment: money.currency,
-            });
-        }
-        let paid_minor = self
-            .paid_minor
-            .checked_add(money.minor.get())
-            .ok_or(DomainError::LedgerOverflow)?;
-        let covered = paid_minor >= self.amount.minor.get();
-        let status = match transition(Some(self.status), Command::CompletePayment) {
-            Ok(paid) if covered => paid,
-            _ => self.status,
-        };
-        let needs_refund =
-            self.status == OrderStatus::Cancelled || paid_minor > self.amount.minor.get();
-
-        let mut events = vec![];
-        let kind = if status != self.status {
-            events.push(EventType::OrderPaid);
-            TransitionKind::Paid
-        } else {
-            TransitionKind::PaymentRecorded
-        };
-        // The event reports the flag turning on, once per order: how many payments it takes to
-        // get there depends on their arrival order, and the events must not (DESIGN.md §4.5).
-        if needs_refund && !self.refund_required {
-            events.push(EventType::OrderRefundRequired);
-        }
-        let next = Order {
-            status,
-            paid_minor,
-            refund_required: self.refund_required || needs_refund,
-            ..self.clone()
-        };
-        Ok(self.changed(kind, events, next))
     }
 
     pub fn ship(&self, shipment: &Shipment) -> Result<Decision, DomainError> {
@@ -243,24 +196,23 @@ impl Order {
         }
     }
 
-    /// Cancels a pending order. Partial payments already received then need a refund.
+    /// Cancels a pending order. Money it already holds then needs a refund.
     pub fn cancel(&self, reason: &BoundedText) -> Result<Decision, DomainError> {
         match transition(Some(self.status), Command::Cancel) {
             Ok(to) => {
-                let needs_refund = self.paid_minor > 0;
                 let mut events = vec![EventType::OrderCancelled];
-                if needs_refund && !self.refund_required {
-                    events.push(EventType::OrderRefundRequired);
-                }
-                Ok(Decision::Apply(Box::new(self.changed(
-                    TransitionKind::Cancelled,
-                    events,
+                let next = self.with_refund_flag(
                     Order {
                         status: to,
                         cancellation_reason: Some(reason.clone()),
-                        refund_required: self.refund_required || needs_refund,
                         ..self.clone()
                     },
+                    &mut events,
+                );
+                Ok(Decision::Apply(Box::new(self.changed(
+                    TransitionKind::Cancelled,
+                    events,
+                    next,
                 ))))
             }
             Err(Refusal::AlreadyThere) => Ok(Decision::AlreadyApplied),
@@ -270,6 +222,26 @@ impl Order {
             }),
             Err(Refusal::NoChange) => unreachable_refusal(self.status, Command::Cancel),
         }
+    }
+}
+
+/// The cancellation reason of an order the payment-expiry sweep cancelled.
+pub const PAYMENT_TIMEOUT_REASON: &str = "payment_timeout";
+
+impl Order {
+    /// Cancels an order whose payment did not complete in time, exactly as a cancellation
+    /// requested by a client would (so a payment racing it either wins or is recorded on the
+    /// cancelled order and flags its refund). A paid or shipped order has nothing to expire:
+    /// [`DomainError::InvalidTransition`].
+    pub fn expire(&self) -> Result<Decision, DomainError> {
+        let reason =
+            BoundedText::parse("reason", PAYMENT_TIMEOUT_REASON, usize::MAX).map_err(|_| {
+                DomainError::InvalidTransition {
+                    from: self.status,
+                    to: OrderStatus::Cancelled,
+                }
+            })?;
+        self.cancel(&reason)
     }
 }
 
@@ -286,139 +258,8 @@ fn unreachable_refusal(from: OrderStatus, command: Command) -> Result<Decision, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::AmountMinor;
-
-    fn money(minor: i64, currency: &str) -> Money {
-        Money::new(
-            AmountMinor::parse(minor).unwrap(),
-            Currency::parse(currency).unwrap(),
-        )
-    }
-
-    fn order(status: OrderStatus, amount: i64, paid: i64) -> Order {
-        let mut order = NewOrder {
-            id: OrderId::generate(),
-            customer_id: CustomerId::parse("c-1").unwrap(),
-            amount: money(amount, "EUR"),
-        }
-        .into_order(Utc::now());
-        order.status = status;
-        order.paid_minor = paid;
-        if status == OrderStatus::Shipped {
-            order.shipment = Some(shipment("DHL", "T1"));
-        }
-        order
-    }
-
-    fn shipment(carrier: &str, tracking: &str) -> Shipment {
-        Shipment::parse(carrier, tracking).unwrap()
-    }
-
-    fn reason() -> BoundedText {
-        BoundedText::parse("reason", "changed my mind", 500).unwrap()
-    }
-
+    use crate::domain::fixtures::{money, order, reason, shipment};
     use OrderStatus::*;
-
-    #[test]
-    fn a_partial_payment_is_recorded_without_a_status_change_or_event() {
-        let change = order(PendingPayment, 100, 0)
-            .record_payment(&money(40, "EUR"))
-            .unwrap();
-        assert_eq!(change.kind, TransitionKind::PaymentRecorded);
-        assert_eq!(change.next.status, PendingPayment);
-        assert_eq!(change.next.paid_minor, 40);
-        assert_eq!(change.next.version.get(), 2);
-        assert!(change.events.is_empty());
-    }
-
-    #[test]
-    fn the_payment_that_covers_the_amount_makes_the_order_paid() {
-        let change = order(PendingPayment, 100, 40)
-            .record_payment(&money(60, "EUR"))
-            .unwrap();
-        assert_eq!(change.kind, TransitionKind::Paid);
-        assert_eq!((change.from, change.next.status), (PendingPayment, Paid));
-        assert_eq!(change.events, vec![EventType::OrderPaid]);
-        assert!(!change.next.refund_required);
-    }
-
-    #[test]
-    fn an_overpayment_pays_and_requires_a_refund() {
-        let change = order(PendingPayment, 100, 0)
-            .record_payment(&money(150, "EUR"))
-            .unwrap();
-        assert_eq!(change.next.status, Paid);
-        assert!(change.next.refund_required);
-        assert_eq!(
-            change.events,
-            vec![EventType::OrderPaid, EventType::OrderRefundRequired]
-        );
-    }
-
-    #[test]
-    fn money_on_a_paid_shipped_or_cancelled_order_is_recorded_and_refunded_without_a_status_change()
-    {
-        for status in [Paid, Shipped, Cancelled] {
-            let paid = if status == Cancelled { 0 } else { 100 };
-            let change = order(status, 100, paid)
-                .record_payment(&money(10, "EUR"))
-                .unwrap();
-            assert_eq!(change.kind, TransitionKind::PaymentRecorded, "{status}");
-            assert_eq!(change.next.status, status);
-            assert_eq!(change.next.paid_minor, paid + 10);
-            assert!(change.next.refund_required);
-            assert_eq!(change.events, vec![EventType::OrderRefundRequired]);
-        }
-    }
-
-    #[test]
-    fn refund_required_is_announced_once_when_the_flag_turns_on() {
-        let first = order(Cancelled, 100, 0)
-            .record_payment(&money(10, "EUR"))
-            .unwrap();
-        assert_eq!(first.events, vec![EventType::OrderRefundRequired]);
-        let second = first.next.record_payment(&money(10, "EUR")).unwrap();
-        assert!(second.next.refund_required);
-        assert_eq!(second.next.paid_minor, 20);
-        assert!(second.events.is_empty(), "the flag was already on");
-    }
-
-    #[test]
-    fn the_events_of_concurrent_payments_do_not_depend_on_their_arrival_order() {
-        let start = order(PendingPayment, 100, 0);
-        let payments = [money(100, "EUR"), money(30, "EUR"), money(20, "EUR")];
-        let events_in = |sequence: [usize; 3]| {
-            let mut current = start.clone();
-            let mut events = vec![];
-            for i in sequence {
-                let change = current.record_payment(&payments[i]).unwrap();
-                events.extend(change.events);
-                current = change.next;
-            }
-            events.sort_by_key(|e| e.to_string());
-            (
-                events,
-                current.paid_minor,
-                current.status,
-                current.refund_required,
-            )
-        };
-        let expected = events_in([0, 1, 2]);
-        for sequence in [[0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
-            assert_eq!(events_in(sequence), expected, "{sequence:?}");
-        }
-    }
-
-    #[test]
-    fn a_payment_in_another_currency_is_refused_in_every_status() {
-        for status in [PendingPayment, Paid, Shipped, Cancelled] {
-            assert!(matches!(
-                order(status, 100, 100).record_payment(&money(10, "USD")),
-                Err(DomainError::CurrencyMismatch { .. })
-            ));
-        }
-    }
 
     #[test]
     fn ship_is_legal_from_paid_only_and_replays_the_same_shipment() {
@@ -504,38 +345,6 @@ mod tests {
             other.decide_against(&existing),
             Err(DomainError::OrderConflict(existing.id))
         );
-    }
-
-    #[test]
-    fn a_recorded_transfer_replays_only_with_the_same_order_amount_and_currency() {
-        let recorded = Payment {
-            transfer_id: TransferId::parse("t-1").unwrap(),
-            order_id: OrderId::generate(),
-            money: money(10, "EUR"),
-        };
-        assert_eq!(
-            recorded.decide_against(&recorded),
-            Ok(Decision::AlreadyApplied)
-        );
-        for other in [
-            Payment {
-                money: money(11, "EUR"),
-                ..recorded.clone()
-            },
-            Payment {
-                money: money(10, "USD"),
-                ..recorded.clone()
-            },
-            Payment {
-                order_id: OrderId::generate(),
-                ..recorded.clone()
-            },
-        ] {
-            assert!(matches!(
-                other.decide_against(&recorded),
-                Err(DomainError::TransferConflict(_))
-            ));
-        }
     }
 
     #[test]

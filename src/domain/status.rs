@@ -37,6 +37,8 @@ pub enum TransitionKind {
     Paid,
     Shipped,
     Cancelled,
+    /// Money went back; the status stays.
+    RefundRecorded,
 }
 
 /// A command that may move an order to another status.

@@ -15,7 +15,7 @@ use super::respond;
 use super::state::ApiState;
 use crate::app::PageRequest;
 use crate::app::views::OrderView;
-use crate::domain::OrderStatus;
+use crate::domain::{CustomerId, OrderStatus};
 
 pub const MAX_PAGE: u16 = 100;
 const DEFAULT_PAGE: u16 = 20;
@@ -89,6 +89,9 @@ pub async fn get_order(
 pub struct ListParams {
     /// Only orders in this status.
     status: Option<OrderStatus>,
+    /// Only this customer's orders (combines with `status`).
+    #[param(min_length = 1, max_length = 64)]
+    customer_id: Option<String>,
     /// Page size, 1–100 (default 20).
     #[param(minimum = 1, maximum = 100)]
     limit: Option<u16>,
@@ -96,7 +99,7 @@ pub struct ListParams {
     after: Option<String>,
 }
 
-/// List orders, newest first.
+/// List orders, newest first, optionally of one status, one customer or both.
 ///
 /// Keyset pagination: pass the `next` of a page as `after` to get the following one.
 #[utoipa::path(
@@ -106,7 +109,7 @@ pub struct ListParams {
     params(ListParams),
     responses(
         (status = 200, description = "A page of orders", body = OrderList),
-        (status = 400, description = "Invalid status, limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Invalid status, customer id, limit or cursor", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_orders(
@@ -127,10 +130,17 @@ pub async fn list_orders(
         .map(cursor::decode)
         .transpose()
         .map_err(|_| Problem::bad_request("invalid-cursor", "after is not a cursor of this API"))?;
+    let customer_id = params
+        .customer_id
+        .as_deref()
+        .map(CustomerId::parse)
+        .transpose()
+        .map_err(|e| Problem::bad_request("invalid-query", e.to_string()))?;
     let page = state
         .app
         .orders(PageRequest {
             status: params.status,
+            customer_id,
             limit,
             after,
         })

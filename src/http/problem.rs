@@ -152,6 +152,9 @@ impl From<AppError> for Problem {
                         StatusCode::UNPROCESSABLE_ENTITY,
                         "Ledger total out of range",
                     ),
+                    DomainError::RefundExceedsBalance { .. } => {
+                        (StatusCode::CONFLICT, "Refund exceeds balance")
+                    }
                 };
                 Problem::new(status, reason.code(), title, reason.to_string())
                     .with_current(current_status, current_version)

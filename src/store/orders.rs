@@ -13,7 +13,8 @@ use crate::domain::{
 /// The selected columns, as a macro so that queries stay `&'static str` (sqlx 0.9 requires it).
 macro_rules! columns {
     () => {
-        "id, customer_id, amount_minor, currency, status, version, paid_minor, refund_required, \
+        "id, customer_id, amount_minor, currency, status, version, paid_minor, refunded_minor, \
+         refund_required, \
          carrier, tracking_number, cancellation_reason, created_at, updated_at"
     };
 }
@@ -27,6 +28,7 @@ struct OrderRow {
     status: String,
     version: i64,
     paid_minor: i64,
+    refunded_minor: i64,
     refund_required: bool,
     carrier: Option<String>,
     tracking_number: Option<String>,
@@ -57,6 +59,7 @@ impl TryFrom<OrderRow> for Order {
             status: row.status.parse().map_err(StoreError::corrupt("status"))?,
             version: stored_version(row.version)?,
             paid_minor: row.paid_minor,
+            refunded_minor: row.refunded_minor,
             refund_required: row.refund_required,
             shipment,
             cancellation_reason: row
@@ -109,8 +112,8 @@ pub async fn apply(conn: &mut PgConnection, change: &Change) -> Result<Guarded<O
     let shipment = next.shipment.as_ref();
     let row = sqlx::query_as::<_, OrderRow>(concat!(
         "UPDATE orders SET status = $4, version = version + 1, paid_minor = $5, \
-         refund_required = $6, carrier = $7, tracking_number = $8, cancellation_reason = $9, \
-         updated_at = now() \
+         refunded_minor = $10, refund_required = $6, carrier = $7, tracking_number = $8, \
+         cancellation_reason = $9, updated_at = now() \
          WHERE id = $1 AND status = $2 AND version = $3 RETURNING ",
         columns!()
     ))
@@ -123,6 +126,7 @@ pub async fn apply(conn: &mut PgConnection, change: &Change) -> Result<Guarded<O
     .bind(shipment.map(|s| s.carrier.as_str()))
     .bind(shipment.map(|s| s.tracking_number.as_str()))
     .bind(next.cancellation_reason.as_ref().map(|r| r.as_str()))
+    .bind(next.refunded_minor)
     .fetch_optional(conn)
     .await;
     match row.map_err(StoreError::from) {
@@ -132,10 +136,17 @@ pub async fn apply(conn: &mut PgConnection, change: &Change) -> Result<Guarded<O
     }
 }
 
+/// Which orders a listing shows: every filter given must hold.
+#[derive(Debug, Clone, Default)]
+pub struct OrderFilter {
+    pub status: Option<OrderStatus>,
+    pub customer_id: Option<CustomerId>,
+}
+
 /// Newest first, keyset-paginated on `(created_at, id)`: the page starts strictly after `after`.
 pub async fn list(
     pool: &PgPool,
-    status: Option<OrderStatus>,
+    filter: &OrderFilter,
     after: Option<(DateTime<Utc>, OrderId)>,
     limit: i64,
 ) -> Result<Vec<Order>, StoreError> {
@@ -144,18 +155,38 @@ pub async fn list(
         columns!(),
         " FROM orders \
          WHERE ($1::text IS NULL OR status = $1) \
+           AND ($5::text IS NULL OR customer_id = $5) \
            AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3)) \
          ORDER BY created_at DESC, id DESC LIMIT $4"
     ))
-    .bind(status.map(|s| s.as_ref().to_owned()))
+    .bind(filter.status.map(|s| s.as_ref().to_owned()))
     .bind(after.map(|(created_at, _)| created_at))
     .bind(after.map(|(_, id)| id.as_uuid()))
     .bind(limit)
+    .bind(filter.customer_id.as_ref().map(CustomerId::as_str))
     .fetch_all(pool)
     .await?
     .into_iter()
     .map(Order::try_from)
     .collect()
+}
+
+/// The oldest orders still waiting for payment that were placed before `placed_before`, up to
+/// `limit` of them (the partial index `orders_pending_created_at_idx` serves this).
+pub async fn pending_placed_before(
+    pool: &PgPool,
+    placed_before: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<OrderId>, StoreError> {
+    let ids: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM orders WHERE status = 'PENDING_PAYMENT' AND created_at < $1 \
+         ORDER BY created_at, id LIMIT $2",
+    )
+    .bind(placed_before)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(ids.into_iter().map(OrderId::from_uuid).collect())
 }
 
 /// A version read back from the table (whose CHECK keeps it at 1 or more).

@@ -1,16 +1,17 @@
-//! The `transfers` table: the ledger. `transfer_id` is the primary key, so a transfer is
-//! recorded at most once; a second insert is a no-op and the caller compares contents.
+//! The `transfers` table: the ledger, money in (payments) and out (refunds). `transfer_id` is the
+//! primary key across both directions, so a transfer is recorded at most once; a second insert is
+//! a no-op and the caller compares contents.
 
 use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::{Inserted, StoreError};
-use crate::domain::{AmountMinor, Currency, LedgerEntry, Money, OrderId, Payment, TransferId};
+use crate::domain::{AmountMinor, Currency, LedgerEntry, Money, OrderId, Transfer, TransferId};
 
 macro_rules! columns {
     () => {
-        "transfer_id, order_id, amount_minor, currency, source, received_at"
+        "transfer_id, order_id, direction, amount_minor, currency, source, received_at"
     };
 }
 
@@ -18,6 +19,7 @@ macro_rules! columns {
 struct TransferRow {
     transfer_id: String,
     order_id: Uuid,
+    direction: String,
     amount_minor: i64,
     currency: String,
     source: String,
@@ -29,10 +31,14 @@ impl TryFrom<TransferRow> for LedgerEntry {
 
     fn try_from(row: TransferRow) -> Result<Self, Self::Error> {
         Ok(LedgerEntry {
-            payment: Payment {
-                transfer_id: TransferId::parse(&row.transfer_id)
+            transfer: Transfer {
+                id: TransferId::parse(&row.transfer_id)
                     .map_err(StoreError::corrupt("transfer_id"))?,
                 order_id: OrderId::from_uuid(row.order_id),
+                direction: row
+                    .direction
+                    .parse()
+                    .map_err(StoreError::corrupt("direction"))?,
                 money: Money::new(
                     AmountMinor::parse(row.amount_minor)
                         .map_err(StoreError::corrupt("amount_minor"))?,
@@ -50,18 +56,19 @@ impl TryFrom<TransferRow> for LedgerEntry {
 /// ledger (or was, if that transaction rolled back), and the caller compares what it holds.
 pub async fn record(
     conn: &mut PgConnection,
-    payment: &Payment,
+    transfer: &Transfer,
     source: crate::domain::Source,
 ) -> Result<Inserted<LedgerEntry>, StoreError> {
     let inserted = sqlx::query_as::<_, TransferRow>(concat!(
-        "INSERT INTO transfers (transfer_id, order_id, amount_minor, currency, source) \
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (transfer_id) DO NOTHING RETURNING ",
+        "INSERT INTO transfers (transfer_id, order_id, direction, amount_minor, currency, source) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (transfer_id) DO NOTHING RETURNING ",
         columns!()
     ))
-    .bind(payment.transfer_id.as_str())
-    .bind(payment.order_id.as_uuid())
-    .bind(payment.money.minor.get())
-    .bind(payment.money.currency.as_str())
+    .bind(transfer.id.as_str())
+    .bind(transfer.order_id.as_uuid())
+    .bind(transfer.direction.as_ref())
+    .bind(transfer.money.minor.get())
+    .bind(transfer.money.currency.as_str())
     .bind(source.as_ref())
     .fetch_optional(&mut *conn)
     .await?;

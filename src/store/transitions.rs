@@ -44,6 +44,7 @@ pub async fn insert(
             None,
         ),
         Cause::Amqp { event_id } => (None, None, None, Some(event_id.as_str())),
+        Cause::Timer => (None, None, None, None),
     };
     let written = sqlx::query(
         "INSERT INTO order_transitions (order_id, version, kind, from_status, to_status, \

@@ -1,15 +1,16 @@
-//! Recording a payment: a ledger insert and, in the same transaction, the order's change.
+//! Recording money in or out: a ledger insert and, in the same transaction, the order's change.
+//! Payments and refunds share the ledger's one id space, so both run the same command.
 
 use sqlx::PgConnection;
 
 use super::events::write_change;
 use super::runner::{Attempt, Command, run};
 use super::{App, AppError, Outcome};
-use crate::domain::{Cause, Decision, LedgerEntry, Order, Payment};
+use crate::domain::{Cause, Decision, LedgerEntry, Order, Payment, Refund, Transfer};
 use crate::store::transitions::KeyedChange;
 use crate::store::{Inserted, StoreError, orders, transfers};
 
-/// What a recorded payment returns: the order after it, and the ledger entry.
+/// What a recorded payment or refund returns: the order after it, and the ledger entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Receipt {
     pub order: Order,
@@ -24,13 +25,24 @@ impl App {
         payment: Payment,
         cause: &Cause,
     ) -> Result<Outcome<Receipt>, AppError> {
-        run(&self.pool, &RecordPayment(payment), cause).await
+        run(&self.pool, &RecordTransfer(payment.into()), cause).await
+    }
+
+    /// Records money that went back. It shares the ledger's ids with payments: a repeat with the
+    /// same order, amount and currency is a replay; anything else under that id (a payment's id
+    /// included), a conflict. More than the order holds is refused.
+    pub async fn record_refund(
+        &self,
+        refund: Refund,
+        cause: &Cause,
+    ) -> Result<Outcome<Receipt>, AppError> {
+        run(&self.pool, &RecordTransfer(refund.into()), cause).await
     }
 }
 
-struct RecordPayment(Payment);
+struct RecordTransfer(Transfer);
 
-impl Command for RecordPayment {
+impl Command for RecordTransfer {
     type Output = Receipt;
 
     async fn attempt(
@@ -38,17 +50,17 @@ impl Command for RecordPayment {
         conn: &mut PgConnection,
         cause: &Cause,
     ) -> Result<Attempt<Receipt>, AppError> {
-        let RecordPayment(payment) = self;
+        let RecordTransfer(transfer) = self;
         // The ledger insert comes first: a concurrent insert of the same transfer makes it wait
         // for that transaction, so everything read after it is current.
-        let entry = match transfers::record(conn, payment, cause.source()).await {
+        let entry = match transfers::record(conn, transfer, cause.source()).await {
             Ok(Inserted::New(entry)) => entry,
             Ok(Inserted::Taken) => {
-                let Some(recorded) = transfers::find(conn, &payment.transfer_id).await? else {
+                let Some(recorded) = transfers::find(conn, &transfer.id).await? else {
                     // The row that held the id was a concurrent transaction's, rolled back.
                     return Ok(Attempt::Lost);
                 };
-                return match payment.decide_against(&recorded.payment) {
+                return match transfer.decide_against(&recorded.transfer) {
                     Ok(Decision::AlreadyApplied) => {
                         Ok(Attempt::AlreadyApplied(receipt(conn, recorded).await?))
                     }
@@ -58,18 +70,19 @@ impl Command for RecordPayment {
                     Err(reason) => Err(AppError::refused(reason, None)),
                 };
             }
-            Err(StoreError::UnknownOrder(_)) => return Err(AppError::NotFound(payment.order_id)),
+            Err(StoreError::UnknownOrder(_)) => return Err(AppError::NotFound(transfer.order_id)),
             Err(StoreError::Contended(_)) => return Ok(Attempt::Lost),
             Err(error) => return Err(error.into()),
         };
-        let order = orders::find(conn, payment.order_id)
+        let order = orders::find(conn, transfer.order_id)
             .await?
-            .ok_or(AppError::NotFound(payment.order_id))?;
+            .ok_or(AppError::NotFound(transfer.order_id))?;
         let change = order
-            .record_payment(&payment.money)
+            .record(transfer)
             .map_err(|reason| AppError::refused(reason, Some((order.status, order.version))))?;
-        write_change(conn, &change, Some(&payment.transfer_id), cause, |order| {
-            Receipt { order, entry }
+        write_change(conn, &change, Some(&transfer.id), cause, |order| Receipt {
+            order,
+            entry,
         })
         .await
     }
@@ -82,7 +95,7 @@ impl Command for RecordPayment {
         let transfer_id = prior
             .transfer_id
             .as_ref()
-            .ok_or(AppError::Invariant("a keyed payment has no transfer"))?;
+            .ok_or(AppError::Invariant("a keyed ledger change has no transfer"))?;
         let entry = transfers::find(conn, transfer_id)
             .await?
             .ok_or(AppError::Invariant("a keyed transfer has no row"))?;
@@ -92,8 +105,8 @@ impl Command for RecordPayment {
 
 /// The ledger entry with its order as it is now.
 async fn receipt(conn: &mut PgConnection, entry: LedgerEntry) -> Result<Receipt, AppError> {
-    let order = orders::find(conn, entry.payment.order_id)
+    let order = orders::find(conn, entry.transfer.order_id)
         .await?
-        .ok_or(AppError::NotFound(entry.payment.order_id))?;
+        .ok_or(AppError::NotFound(entry.transfer.order_id))?;
     Ok(Receipt { order, entry })
 }

@@ -1,0 +1,59 @@
+//! Payment expiry: an order still waiting for its payment after the configured timeout is
+//! cancelled with reason `payment_timeout` and history cause `timer`, through the same guarded
+//! command as a client's cancellation (`docs/contract.md#transitions`).
+
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::runner::run;
+use super::status_change::StatusChange;
+use super::{App, AppError, Outcome};
+use crate::domain::{Cause, DomainError, Order};
+use crate::store::orders;
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Sweep {
+    /// Orders this sweep cancelled.
+    pub expired: usize,
+    /// Overdue orders that needed nothing: paid by a racing payment, or cancelled by someone
+    /// else (another instance's sweep, a client) in the meantime.
+    pub settled_meanwhile: usize,
+    /// Whether the sweep hit its limit, so more overdue orders may be waiting.
+    pub full: bool,
+}
+
+impl App {
+    /// Cancels up to `limit` orders, oldest first, that have waited longer than `timeout` for
+    /// their payment. Safe with any number of instances sweeping at once: each cancellation is
+    /// a guarded write, so exactly one writer moves an order and the others see it done.
+    pub async fn expire_overdue(&self, timeout: Duration, limit: u32) -> Result<Sweep, AppError> {
+        let timeout = chrono::Duration::from_std(timeout)
+            .map_err(|_| AppError::Invariant("the payment timeout is out of range"))?;
+        let overdue =
+            orders::pending_placed_before(&self.pool, Utc::now() - timeout, i64::from(limit))
+                .await?;
+        let mut sweep = Sweep {
+            full: overdue.len() >= limit as usize,
+            ..Sweep::default()
+        };
+        for order_id in overdue {
+            let command = StatusChange {
+                order_id,
+                if_match: None,
+                decide: |order: &Order| order.expire(),
+            };
+            match run(&self.pool, &command, &Cause::Timer).await {
+                Ok(Outcome::Applied(_)) => sweep.expired += 1,
+                Ok(Outcome::AlreadyApplied(_) | Outcome::Replayed(_))
+                | Err(AppError::Refused {
+                    reason: DomainError::InvalidTransition { .. },
+                    ..
+                }) => sweep.settled_meanwhile += 1,
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(sweep)
+    }
+}
