@@ -18,4 +18,4 @@ pub use ids::{ClientId, CustomerId, EventId, OrderId, TransferId};
 pub use money::{AmountMinor, Currency, Money};
 pub use order::{Change, Decision, DomainError, NewOrder, Order, Payment, Shipment};
 pub use status::{Command, OrderStatus, Refusal, TransitionKind, transition};
-pub use text::{BoundedText, ValidationError};
+pub use text::{BoundedText, MAX_REASON_CHARS, ValidationError};
