@@ -14,8 +14,7 @@ use super::problem::Problem;
 use super::respond;
 use super::state::AppState;
 use crate::app::PageRequest;
-use crate::app::views::OrderView;
-use crate::domain::OrderStatus;
+use crate::app::views::{OrderStatusView, OrderView};
 
 pub const MAX_PAGE: u16 = 100;
 const DEFAULT_PAGE: u16 = 20;
@@ -88,7 +87,7 @@ pub async fn get_order(
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// Only orders in this status.
-    status: Option<OrderStatus>,
+    status: Option<OrderStatusView>,
     /// Page size, 1–100 (default 20).
     #[param(minimum = 1, maximum = 100)]
     limit: Option<u16>,
@@ -130,7 +129,7 @@ pub async fn list_orders(
     let page = state
         .app
         .orders(PageRequest {
-            status: params.status,
+            status: params.status.map(Into::into),
             limit,
             after,
         })
