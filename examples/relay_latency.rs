@@ -18,7 +18,7 @@ use lapin::options::{BasicConsumeOptions, QueueBindOptions, QueueDeclareOptions}
 use lapin::types::FieldTable;
 use order_service::amqp::{Relay, connect, topology};
 use order_service::app::App;
-use order_service::config::RelayConfig;
+use order_service::config::{DEFAULT_LOCK_TIMEOUT, RelayConfig};
 use order_service::domain::{
     AmountMinor, Cause, Currency, CustomerId, EventId, Money, NewOrder, OrderId,
 };
@@ -38,7 +38,7 @@ async fn main() -> anyhow::Result<()> {
         uuid::Uuid::new_v4().simple()
     );
     let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-    let options = store::connect_options(&url, store::DEFAULT_LOCK_TIMEOUT)?;
+    let options = store::connect_options(&url, DEFAULT_LOCK_TIMEOUT)?;
     store::prepare_database(&options).await?;
     let pool = store::pool(options, 32);
     let app = App::new(pool.clone());

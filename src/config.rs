@@ -1,11 +1,44 @@
 //! Typed settings, read from the environment (or the equivalent command-line flags) with the
 //! defaults of DESIGN.md §5.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+
+// The defaults, each stated once: clap, `Default` impls, tests and the bench refer to these.
+
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/order_service";
+pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+pub const DEFAULT_HTTP_ADDR: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8080));
+pub const DEFAULT_DB_MAX_CONNECTIONS: u32 = 16;
+pub const DEFAULT_LOCK_TIMEOUT_MS: u64 = 5_000;
+/// [`DEFAULT_LOCK_TIMEOUT_MS`] as a duration, for code that builds a store without a `Config`.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_millis(DEFAULT_LOCK_TIMEOUT_MS);
+pub const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 30;
+
+pub const DEFAULT_INBOUND_EXCHANGE: &str = "commerce.events";
+pub const DEFAULT_INBOX_QUEUE: &str = "order-service.inbox";
+pub const DEFAULT_DEAD_LETTER_EXCHANGE: &str = "order-service.dlx";
+pub const DEFAULT_DEAD_LETTER_QUEUE: &str = "order-service.dead-letter";
+pub const DEFAULT_OUTBOUND_EXCHANGE: &str = "order-service.events";
+pub const DEFAULT_AMQP_PREFETCH: u16 = 64;
+pub const DEFAULT_AMQP_MAX_ATTEMPTS: u32 = 10;
+pub const DEFAULT_AMQP_RETRY_BASE_MS: u64 = 1_000;
+pub const DEFAULT_AMQP_RETRY_MAX_MS: u64 = 60_000;
+
+pub const DEFAULT_OPEN_PATHS: [&str; 4] = ["/health", "/metrics", "/docs", "/openapi.json"];
+
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 512;
+pub const DEFAULT_AMQP_MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
+pub const DEFAULT_OUTBOX_BATCH_SIZE: u32 = 256;
+pub const DEFAULT_OUTBOX_POLL_MS: u64 = 1_000;
+pub const DEFAULT_OUTBOX_RETENTION_HOURS: u64 = 7 * 24;
+pub const DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS: u64 = 60;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -20,16 +53,12 @@ pub struct Config {
         long,
         global = true,
         env = "DATABASE_URL",
-        default_value = "postgres://postgres@127.0.0.1:5432/order_service"
+        default_value = DEFAULT_DATABASE_URL
     )]
     pub database_url: String,
 
     /// RabbitMQ.
-    #[arg(
-        long,
-        env = "AMQP_URL",
-        default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
-    )]
+    #[arg(long, global = true, env = "AMQP_URL", default_value = DEFAULT_AMQP_URL)]
     pub amqp_url: String,
 
     /// Where the REST API listens.
@@ -37,7 +66,7 @@ pub struct Config {
         long,
         global = true,
         env = "HTTP_ADDR",
-        default_value = "127.0.0.1:8080"
+        default_value_t = DEFAULT_HTTP_ADDR
     )]
     pub http_addr: SocketAddr,
 
@@ -51,12 +80,12 @@ pub struct Config {
     pub log_format: LogFormat,
 
     /// Size of the Postgres connection pool.
-    #[arg(long, global = true, env = "DB_MAX_CONNECTIONS", default_value_t = 16)]
+    #[arg(long, global = true, env = "DB_MAX_CONNECTIONS", default_value_t = DEFAULT_DB_MAX_CONNECTIONS)]
     pub db_max_connections: u32,
 
     /// How long a request waits for a concurrent one holding the same key or order row before
     /// it answers 409 with Retry-After (milliseconds).
-    #[arg(long, global = true, env = "LOCK_TIMEOUT_MS", default_value_t = 5_000)]
+    #[arg(long, global = true, env = "LOCK_TIMEOUT_MS", default_value_t = DEFAULT_LOCK_TIMEOUT_MS)]
     pub lock_timeout_ms: u64,
 
     #[command(flatten)]
@@ -72,7 +101,7 @@ pub struct Config {
     pub limits: LimitsConfig,
 
     /// How long in-flight work may take to finish after SIGTERM (seconds).
-    #[arg(long, global = true, env = "SHUTDOWN_GRACE_SECS", default_value_t = 30)]
+    #[arg(long, global = true, env = "SHUTDOWN_GRACE_SECS", default_value_t = DEFAULT_SHUTDOWN_GRACE_SECS)]
     pub shutdown_grace_secs: u64,
 }
 
@@ -98,7 +127,7 @@ pub struct AmqpConfig {
         long,
         global = true,
         env = "AMQP_INBOUND_EXCHANGE",
-        default_value = "commerce.events"
+        default_value = DEFAULT_INBOUND_EXCHANGE
     )]
     pub inbound_exchange: String,
 
@@ -107,7 +136,7 @@ pub struct AmqpConfig {
         long,
         global = true,
         env = "AMQP_INBOX_QUEUE",
-        default_value = "order-service.inbox"
+        default_value = DEFAULT_INBOX_QUEUE
     )]
     pub inbox_queue: String,
 
@@ -116,7 +145,7 @@ pub struct AmqpConfig {
         long,
         global = true,
         env = "AMQP_DEAD_LETTER_EXCHANGE",
-        default_value = "order-service.dlx"
+        default_value = DEFAULT_DEAD_LETTER_EXCHANGE
     )]
     pub dead_letter_exchange: String,
 
@@ -125,7 +154,7 @@ pub struct AmqpConfig {
         long,
         global = true,
         env = "AMQP_DEAD_LETTER_QUEUE",
-        default_value = "order-service.dead-letter"
+        default_value = DEFAULT_DEAD_LETTER_QUEUE
     )]
     pub dead_letter_queue: String,
 
@@ -134,17 +163,17 @@ pub struct AmqpConfig {
         long,
         global = true,
         env = "AMQP_OUTBOUND_EXCHANGE",
-        default_value = "order-service.events"
+        default_value = DEFAULT_OUTBOUND_EXCHANGE
     )]
     pub outbound_exchange: String,
 
     /// Unacknowledged messages the consumer holds (and processes concurrently) at once.
-    #[arg(long, global = true, env = "AMQP_PREFETCH", default_value_t = 64)]
+    #[arg(long, global = true, env = "AMQP_PREFETCH", default_value_t = DEFAULT_AMQP_PREFETCH)]
     pub prefetch: u16,
 
     /// Deliveries of a premature message (unknown order, ship before paid) before it is
     /// dead-lettered.
-    #[arg(long, global = true, env = "AMQP_MAX_ATTEMPTS", default_value_t = 10)]
+    #[arg(long, global = true, env = "AMQP_MAX_ATTEMPTS", default_value_t = DEFAULT_AMQP_MAX_ATTEMPTS)]
     pub max_attempts: u32,
 
     /// Delay before the first retry of a premature message; doubles per attempt (milliseconds).
@@ -152,7 +181,7 @@ pub struct AmqpConfig {
         long,
         global = true,
         env = "AMQP_RETRY_BASE_MS",
-        default_value_t = 1_000
+        default_value_t = DEFAULT_AMQP_RETRY_BASE_MS
     )]
     pub retry_base_ms: u64,
 
@@ -161,7 +190,7 @@ pub struct AmqpConfig {
         long,
         global = true,
         env = "AMQP_RETRY_MAX_MS",
-        default_value_t = 60_000
+        default_value_t = DEFAULT_AMQP_RETRY_MAX_MS
     )]
     pub retry_max_ms: u64,
 }
@@ -208,7 +237,7 @@ pub struct AuthConfig {
         global = true,
         env = "AUTH_OPEN_PATHS",
         value_delimiter = ',',
-        default_value = "/health,/metrics,/docs,/openapi.json"
+        default_values_t = DEFAULT_OPEN_PATHS.map(String::from)
     )]
     pub open_paths: Vec<String>,
 }
@@ -221,7 +250,7 @@ pub struct LimitsConfig {
         long,
         global = true,
         env = "HTTP_REQUEST_TIMEOUT_MS",
-        default_value_t = 10_000
+        default_value_t = DEFAULT_REQUEST_TIMEOUT_MS
     )]
     pub request_timeout_ms: u64,
 
@@ -230,7 +259,7 @@ pub struct LimitsConfig {
         long,
         global = true,
         env = "HTTP_MAX_CONCURRENT_REQUESTS",
-        default_value_t = 512
+        default_value_t = DEFAULT_MAX_CONCURRENT_REQUESTS
     )]
     pub max_concurrent_requests: usize,
 
@@ -239,7 +268,7 @@ pub struct LimitsConfig {
         long,
         global = true,
         env = "AMQP_MAX_MESSAGE_BYTES",
-        default_value_t = 64 * 1024
+        default_value_t = DEFAULT_AMQP_MAX_MESSAGE_BYTES
     )]
     pub amqp_max_message_bytes: usize,
 }
@@ -258,7 +287,7 @@ pub struct RelayConfig {
         long = "outbox-batch-size",
         global = true,
         env = "OUTBOX_BATCH_SIZE",
-        default_value_t = 256
+        default_value_t = DEFAULT_OUTBOX_BATCH_SIZE
     )]
     pub batch_size: u32,
 
@@ -267,7 +296,7 @@ pub struct RelayConfig {
         long = "outbox-poll-ms",
         global = true,
         env = "OUTBOX_POLL_MS",
-        default_value_t = 1_000
+        default_value_t = DEFAULT_OUTBOX_POLL_MS
     )]
     pub poll_ms: u64,
 
@@ -276,7 +305,7 @@ pub struct RelayConfig {
         long = "outbox-retention-hours",
         global = true,
         env = "OUTBOX_RETENTION_HOURS",
-        default_value_t = 168
+        default_value_t = DEFAULT_OUTBOX_RETENTION_HOURS
     )]
     pub retention_hours: u64,
 
@@ -285,7 +314,7 @@ pub struct RelayConfig {
         long = "outbox-prune-interval-secs",
         global = true,
         env = "OUTBOX_PRUNE_INTERVAL_SECS",
-        default_value_t = 60
+        default_value_t = DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS
     )]
     pub prune_interval_secs: u64,
 }

@@ -94,3 +94,35 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn a_flag_is_accepted_after_the_subcommand() {
+        let cli = Cli::try_parse_from([
+            "order-service",
+            "serve",
+            "--amqp-url",
+            "amqp://other:5672/%2f",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Some(Command::Serve)));
+        assert_eq!(cli.config.amqp_url, "amqp://other:5672/%2f");
+    }
+
+    #[test]
+    fn every_configuration_flag_is_global() {
+        let command = Cli::command();
+        let local: Vec<_> = command
+            .get_arguments()
+            .filter(|a| a.get_long().is_some() && !a.is_global_set())
+            .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"))
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert!(local.is_empty(), "not global: {local:?}");
+    }
+}

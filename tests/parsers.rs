@@ -7,8 +7,9 @@ use serde_json::{Map, Value, json};
 
 use order_service::amqp::envelope::{self, INBOUND_TYPES, Poison};
 use order_service::auth::ClientRegistry;
-use order_service::domain::{Fingerprint, IdempotencyKey, OrderId};
+use order_service::domain::{IdempotencyKey, OrderId};
 use order_service::http::dto::{CancelRequest, PaymentRequest, PlaceOrderRequest, ShipRequest};
+use order_service::http::fingerprint;
 
 /// Any JSON value, a few levels deep, with the awkward numbers and strings included.
 fn any_json() -> impl Strategy<Value = Value> {
@@ -71,7 +72,7 @@ fn every_request_body(value: &Value) {
     if let Ok(body) = serde_json::from_value::<CancelRequest>(value.clone()) {
         let _ = body.try_into_domain();
     }
-    let _ = Fingerprint::of_request("POST", "/v1/orders", value);
+    let _ = fingerprint::of_request("POST", "/v1/orders", value);
 }
 
 proptest! {

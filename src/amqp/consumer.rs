@@ -24,8 +24,6 @@ use crate::health::Signal;
 pub const ATTEMPT_HEADER: &str = "x-attempt";
 /// Header carrying why a message was dead-lettered (or last retried).
 pub const REASON_HEADER: &str = "x-error-reason";
-/// The largest message body parsed unless configured otherwise (`AMQP_MAX_MESSAGE_BYTES`).
-pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024;
 
 pub struct Consumer {
     app: App,
@@ -72,7 +70,7 @@ impl Consumer {
             config: Arc::new(config),
             ready,
             settled: Settled::default(),
-            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_message_bytes: crate::config::DEFAULT_AMQP_MAX_MESSAGE_BYTES,
         }
     }
 

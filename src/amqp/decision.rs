@@ -108,7 +108,7 @@ mod tests {
             DomainError::TransferConflict(TransferId::parse("t").unwrap()),
             DomainError::CurrencyMismatch {
                 order: eur,
-                payment: usd,
+                transfer: usd,
             },
         ] {
             assert!(

@@ -3,15 +3,13 @@
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use strum::{EnumDiscriminants, EnumString, IntoStaticStr, VariantNames};
 use uuid::Uuid;
 
 use crate::domain::{
-    AmountMinor, BoundedText, Currency, CustomerId, EventId, Money, NewOrder, OrderId, Payment,
-    Shipment, TransferId, ValidationError,
+    BoundedText, CustomerId, EventId, Money, NewOrder, OrderId, Payment, Shipment, TransferId,
+    ValidationError,
 };
-
-/// The longest cancellation reason accepted, in characters (as over REST).
-const MAX_REASON_CHARS: usize = 500;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InboundEvent {
@@ -41,6 +39,7 @@ impl InboundEvent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Envelope {
     pub event_id: EventId,
+    /// The wire name of the event's type (a routing key of [`INBOUND_TYPES`]).
     pub event_type: &'static str,
     pub occurred_at: DateTime<Utc>,
     pub event: InboundEvent,
@@ -62,6 +61,8 @@ pub enum Poison {
     },
 }
 
+/// The envelope's frame. `type` is read as text first, so that an unknown type is poison that
+/// names it rather than a generic "not an envelope".
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEnvelope {
@@ -71,6 +72,30 @@ struct RawEnvelope {
     occurred_at: DateTime<Utc>,
     data: serde_json::Value,
 }
+
+/// The inbound wire: one variant per type the inbox is bound to, tagged by `type` with its
+/// `data`. Each variant's wire name is stated for serde and for its [`InboundType`]
+/// discriminant side by side; the unit tests parse every type through both.
+#[derive(Deserialize, EnumDiscriminants)]
+#[serde(tag = "type", content = "data")]
+#[strum_discriminants(name(InboundType), derive(EnumString, IntoStaticStr, VariantNames))]
+enum InboundWire {
+    #[serde(rename = "order.placed")]
+    #[strum_discriminants(strum(serialize = "order.placed"))]
+    OrderPlaced(OrderPlaced),
+    #[serde(rename = "payment.succeeded")]
+    #[strum_discriminants(strum(serialize = "payment.succeeded"))]
+    PaymentSucceeded(PaymentSucceeded),
+    #[serde(rename = "shipment.dispatched")]
+    #[strum_discriminants(strum(serialize = "shipment.dispatched"))]
+    ShipmentDispatched(ShipmentDispatched),
+    #[serde(rename = "order.cancellation_requested")]
+    #[strum_discriminants(strum(serialize = "order.cancellation_requested"))]
+    CancellationRequested(CancellationRequested),
+}
+
+/// The routing keys the inbox is bound to: every inbound type, from the wire enum itself.
+pub const INBOUND_TYPES: &[&str] = InboundType::VARIANTS;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -105,18 +130,33 @@ struct CancellationRequested {
     reason: String,
 }
 
-pub const ORDER_PLACED: &str = "order.placed";
-pub const PAYMENT_SUCCEEDED: &str = "payment.succeeded";
-pub const SHIPMENT_DISPATCHED: &str = "shipment.dispatched";
-pub const CANCELLATION_REQUESTED: &str = "order.cancellation_requested";
+impl TryFrom<InboundWire> for InboundEvent {
+    type Error = ValidationError;
 
-/// The routing keys the inbox is bound to.
-pub const INBOUND_TYPES: [&str; 4] = [
-    ORDER_PLACED,
-    PAYMENT_SUCCEEDED,
-    SHIPMENT_DISPATCHED,
-    CANCELLATION_REQUESTED,
-];
+    /// The same domain constructors the REST API uses, so both doors apply one rule.
+    fn try_from(wire: InboundWire) -> Result<Self, Self::Error> {
+        Ok(match wire {
+            InboundWire::OrderPlaced(d) => InboundEvent::OrderPlaced(NewOrder {
+                id: OrderId::from_uuid(d.order_id),
+                customer_id: CustomerId::parse(&d.customer_id)?,
+                amount: Money::parse(d.amount_minor, &d.currency)?,
+            }),
+            InboundWire::PaymentSucceeded(d) => InboundEvent::PaymentSucceeded(Payment {
+                transfer_id: TransferId::parse(&d.transfer_id)?,
+                order_id: OrderId::from_uuid(d.order_id),
+                money: Money::parse(d.amount_minor, &d.currency)?,
+            }),
+            InboundWire::ShipmentDispatched(d) => InboundEvent::ShipmentDispatched {
+                order_id: OrderId::from_uuid(d.order_id),
+                shipment: Shipment::parse(&d.carrier, &d.tracking_number)?,
+            },
+            InboundWire::CancellationRequested(d) => InboundEvent::CancellationRequested {
+                order_id: OrderId::from_uuid(d.order_id),
+                reason: BoundedText::cancellation_reason(&d.reason)?,
+            },
+        })
+    }
+}
 
 /// [`parse`], but a body over `limit` bytes is poison without being read: parsing is linear, yet
 /// a huge message would still hold memory and a worker for nothing that could ever be valid.
@@ -135,64 +175,21 @@ pub fn parse(body: &[u8]) -> Result<Envelope, Poison> {
         serde_json::from_slice(body).map_err(|e| Poison::NotAnEnvelope(e.to_string()))?;
     let event_id =
         EventId::parse(&raw.event_id).map_err(|e| Poison::NotAnEnvelope(e.to_string()))?;
-    let event_type = INBOUND_TYPES
-        .into_iter()
-        .find(|t| *t == raw.event_type)
-        .ok_or_else(|| Poison::UnknownType(raw.event_type.clone()))?;
+    let kind: InboundType = raw
+        .event_type
+        .parse()
+        .map_err(|_| Poison::UnknownType(raw.event_type.clone()))?;
+    let event_type: &'static str = kind.into();
     let invalid = |reason: String| Poison::InvalidData { event_type, reason };
-    let event = typed(event_type, raw.data).map_err(invalid)?;
+    let tagged = serde_json::json!({ "type": event_type, "data": raw.data });
+    let wire = InboundWire::deserialize(tagged).map_err(|e| invalid(e.to_string()))?;
+    let event = InboundEvent::try_from(wire).map_err(|e| invalid(e.to_string()))?;
     Ok(Envelope {
         event_id,
         event_type,
         occurred_at: raw.occurred_at,
         event,
     })
-}
-
-fn typed(event_type: &str, data: serde_json::Value) -> Result<InboundEvent, String> {
-    fn data_of<T: serde::de::DeserializeOwned>(data: serde_json::Value) -> Result<T, String> {
-        serde_json::from_value(data).map_err(|e| e.to_string())
-    }
-    let valid = |e: ValidationError| e.to_string();
-    match event_type {
-        ORDER_PLACED => {
-            let d: OrderPlaced = data_of(data)?;
-            Ok(InboundEvent::OrderPlaced(NewOrder {
-                id: OrderId::from_uuid(d.order_id),
-                customer_id: CustomerId::parse(&d.customer_id).map_err(valid)?,
-                amount: money(d.amount_minor, &d.currency).map_err(valid)?,
-            }))
-        }
-        PAYMENT_SUCCEEDED => {
-            let d: PaymentSucceeded = data_of(data)?;
-            Ok(InboundEvent::PaymentSucceeded(Payment {
-                transfer_id: TransferId::parse(&d.transfer_id).map_err(valid)?,
-                order_id: OrderId::from_uuid(d.order_id),
-                money: money(d.amount_minor, &d.currency).map_err(valid)?,
-            }))
-        }
-        SHIPMENT_DISPATCHED => {
-            let d: ShipmentDispatched = data_of(data)?;
-            Ok(InboundEvent::ShipmentDispatched {
-                order_id: OrderId::from_uuid(d.order_id),
-                shipment: Shipment::parse(&d.carrier, &d.tracking_number).map_err(valid)?,
-            })
-        }
-        _ => {
-            let d: CancellationRequested = data_of(data)?;
-            Ok(InboundEvent::CancellationRequested {
-                order_id: OrderId::from_uuid(d.order_id),
-                reason: BoundedText::parse("reason", &d.reason, MAX_REASON_CHARS).map_err(valid)?,
-            })
-        }
-    }
-}
-
-fn money(minor: i64, currency: &str) -> Result<Money, ValidationError> {
-    Ok(Money::new(
-        AmountMinor::parse(minor)?,
-        Currency::parse(currency)?,
-    ))
 }
 
 #[cfg(test)]
@@ -210,7 +207,7 @@ mod tests {
     fn each_inbound_type_parses_into_its_event() {
         let order_id = Uuid::new_v4();
         let placed = parse(&envelope(
-            ORDER_PLACED,
+            "order.placed",
             json!({"order_id": order_id, "customer_id": "c", "amount_minor": 10, "currency": "EUR"}),
         ))
         .unwrap();
@@ -219,14 +216,14 @@ mod tests {
         assert_eq!(placed.event_id.as_str(), "e-1");
 
         let paid = parse(&envelope(
-            PAYMENT_SUCCEEDED,
+            "payment.succeeded",
             json!({"order_id": order_id, "transfer_id": "t", "amount_minor": 10, "currency": "EUR"}),
         ))
         .unwrap();
         assert!(matches!(paid.event, InboundEvent::PaymentSucceeded(_)));
 
         let shipped = parse(&envelope(
-            SHIPMENT_DISPATCHED,
+            "shipment.dispatched",
             json!({"order_id": order_id, "carrier": "DHL", "tracking_number": "T"}),
         ))
         .unwrap();
@@ -236,7 +233,7 @@ mod tests {
         ));
 
         let cancel = parse(&envelope(
-            CANCELLATION_REQUESTED,
+            "order.cancellation_requested",
             json!({"order_id": order_id, "reason": "r"}),
         ))
         .unwrap();
@@ -249,7 +246,7 @@ mod tests {
     #[test]
     fn a_message_over_the_limit_is_poison_that_names_its_size() {
         let body = envelope(
-            CANCELLATION_REQUESTED,
+            "order.cancellation_requested",
             json!({"order_id": Uuid::new_v4(), "reason": "r"}),
         );
         assert!(parse_bounded(&body, body.len()).is_ok());
@@ -272,6 +269,11 @@ mod tests {
             parse(&envelope("order.exploded", json!({}))),
             Err(Poison::UnknownType(_))
         ));
+        // A known type's frame with a field missing is not an envelope at all.
+        assert!(matches!(
+            parse(br#"{"event_id": "e-1", "type": "order.placed", "data": {}}"#),
+            Err(Poison::NotAnEnvelope(_))
+        ));
         for data in [
             json!({"order_id": "nope", "transfer_id": "t", "amount_minor": 10, "currency": "EUR"}),
             json!({"order_id": Uuid::new_v4(), "transfer_id": "t", "amount_minor": 0, "currency": "EUR"}),
@@ -282,11 +284,49 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    parse(&envelope(PAYMENT_SUCCEEDED, data.clone())),
+                    parse(&envelope("payment.succeeded", data.clone())),
                     Err(Poison::InvalidData { .. })
                 ),
                 "{data}"
             );
         }
+    }
+
+    #[test]
+    fn an_unknown_type_is_dead_lettered_with_a_reason_naming_it() {
+        let poison = parse(&envelope(
+            "order.exploded",
+            json!({"order_id": Uuid::new_v4()}),
+        ))
+        .unwrap_err();
+        assert_eq!(poison, Poison::UnknownType("order.exploded".into()));
+        assert_eq!(poison.to_string(), r#"unknown event type "order.exploded""#);
+    }
+
+    #[test]
+    fn invalid_data_names_the_type_and_the_field() {
+        let poison = parse(&envelope(
+            "order.cancellation_requested",
+            json!({"order_id": Uuid::new_v4(), "reason": "r".repeat(501)}),
+        ))
+        .unwrap_err();
+        let Poison::InvalidData { event_type, reason } = &poison else {
+            panic!("{poison:?}");
+        };
+        assert_eq!(*event_type, "order.cancellation_requested");
+        assert!(reason.starts_with("reason: "), "{reason}");
+    }
+
+    #[test]
+    fn the_inbox_is_bound_to_every_wire_type_once() {
+        assert_eq!(
+            INBOUND_TYPES,
+            [
+                "order.placed",
+                "payment.succeeded",
+                "shipment.dispatched",
+                "order.cancellation_requested"
+            ]
+        );
     }
 }

@@ -8,6 +8,39 @@ use uuid::Uuid;
 
 use crate::domain::{HistoryEntry, LedgerEntry, Order, OrderStatus, Source};
 
+/// Where an order is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[schema(as = OrderStatus)]
+pub enum OrderStatusView {
+    PendingPayment,
+    Paid,
+    Shipped,
+    Cancelled,
+}
+
+impl From<OrderStatus> for OrderStatusView {
+    fn from(status: OrderStatus) -> Self {
+        match status {
+            OrderStatus::PendingPayment => OrderStatusView::PendingPayment,
+            OrderStatus::Paid => OrderStatusView::Paid,
+            OrderStatus::Shipped => OrderStatusView::Shipped,
+            OrderStatus::Cancelled => OrderStatusView::Cancelled,
+        }
+    }
+}
+
+impl From<OrderStatusView> for OrderStatus {
+    fn from(status: OrderStatusView) -> Self {
+        match status {
+            OrderStatusView::PendingPayment => OrderStatus::PendingPayment,
+            OrderStatusView::Paid => OrderStatus::Paid,
+            OrderStatusView::Shipped => OrderStatus::Shipped,
+            OrderStatusView::Cancelled => OrderStatus::Cancelled,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ShipmentView {
     #[schema(example = "DHL")]
@@ -28,7 +61,7 @@ pub struct OrderView {
     pub amount_minor: i64,
     #[schema(example = "EUR")]
     pub currency: String,
-    pub status: OrderStatus,
+    pub status: OrderStatusView,
     /// 1 at creation, +1 on every change; the `ETag` is `"<version>"`.
     #[schema(example = 1)]
     pub version: i64,
@@ -50,7 +83,7 @@ impl From<&Order> for OrderView {
             customer_id: order.customer_id.to_string(),
             amount_minor: order.amount.minor.get(),
             currency: order.amount.currency.to_string(),
-            status: order.status,
+            status: order.status.into(),
             version: order.version.get(),
             paid_minor: order.paid_minor,
             refund_required: order.refund_required,
@@ -129,8 +162,8 @@ pub struct HistoryEntryView {
     #[schema(example = "paid")]
     pub kind: String,
     /// Null at creation.
-    pub from: Option<OrderStatus>,
-    pub to: OrderStatus,
+    pub from: Option<OrderStatusView>,
+    pub to: OrderStatusView,
     /// The ledger entry recorded by this change, if any.
     pub transfer_id: Option<String>,
     pub cause: CauseView,
@@ -142,8 +175,8 @@ impl From<&HistoryEntry> for HistoryEntryView {
         Self {
             version: entry.version.get(),
             kind: entry.kind.to_string(),
-            from: entry.from,
-            to: entry.to,
+            from: entry.from.map(Into::into),
+            to: entry.to.into(),
             transfer_id: entry.transfer_id.clone(),
             cause: CauseView {
                 source: entry.source.into(),

@@ -1,11 +1,9 @@
 //! Idempotency-Key values and request fingerprints.
 //!
-//! A key is scoped by client; the fingerprint says whether a retry is the same request
-//! (method, path and canonical JSON body) or a different one reusing the key.
+//! A key is scoped by client; the fingerprint says whether a retry is the same request or a
+//! different one reusing the key. What goes into a fingerprint is the HTTP door's business.
 
 use std::fmt;
-
-use sha2::{Digest, Sha256};
 
 use super::text::ValidationError;
 
@@ -62,21 +60,16 @@ fn unquote_sf_string(rest: &str) -> Option<String> {
     None
 }
 
-/// SHA-256 over method, path and the canonical JSON body, hex-encoded.
+/// Whether a retry is the same request as the first one: an opaque digest the door that
+/// received the request computes (see `http::fingerprint`) and the store keeps; the domain only
+/// compares it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Fingerprint(String);
 
 impl Fingerprint {
-    pub fn of_request(method: &str, path: &str, body: &serde_json::Value) -> Self {
-        let mut canonical = String::new();
-        write_canonical(body, &mut canonical);
-        let mut hasher = Sha256::new();
-        hasher.update(method.as_bytes());
-        hasher.update(b"\n");
-        hasher.update(path.as_bytes());
-        hasher.update(b"\n");
-        hasher.update(canonical.as_bytes());
-        Self(hex::encode(hasher.finalize()))
+    /// A freshly computed fingerprint.
+    pub fn new(digest: String) -> Self {
+        Self(digest)
     }
 
     /// A fingerprint read back from storage.
@@ -89,42 +82,9 @@ impl Fingerprint {
     }
 }
 
-/// JSON with object keys sorted and no insignificant whitespace, whatever order the client used.
-fn write_canonical(value: &serde_json::Value, out: &mut String) {
-    use serde_json::Value;
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(value, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn keys_are_printable_ascii_of_bounded_length() {
@@ -148,28 +108,5 @@ mod tests {
         assert!(IdempotencyKey::parse("\"\"").is_err());
         assert!(IdempotencyKey::parse(r#""bad\escape""#).is_err());
         assert!(IdempotencyKey::parse("\"a\"trailing").is_err());
-    }
-
-    #[test]
-    fn the_fingerprint_ignores_key_order_and_whitespace() {
-        let a = json!({"b": 1, "a": {"y": [1, 2], "x": "s"}});
-        let b: serde_json::Value =
-            serde_json::from_str(r#"{ "a" : {"x":"s","y":[1,2]}, "b":1 }"#).unwrap();
-        assert_eq!(
-            Fingerprint::of_request("POST", "/v1/orders", &a),
-            Fingerprint::of_request("POST", "/v1/orders", &b)
-        );
-    }
-
-    #[test]
-    fn the_fingerprint_covers_method_path_and_body() {
-        let body = json!({"a": 1});
-        let base = Fingerprint::of_request("POST", "/v1/orders", &body);
-        assert_ne!(base, Fingerprint::of_request("PUT", "/v1/orders", &body));
-        assert_ne!(base, Fingerprint::of_request("POST", "/v1/other", &body));
-        assert_ne!(
-            base,
-            Fingerprint::of_request("POST", "/v1/orders", &json!({"a": 2}))
-        );
     }
 }

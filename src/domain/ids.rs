@@ -81,17 +81,47 @@ text_id!(
     128
 );
 text_id!(
-    /// The caller of the REST API; the scope of its Idempotency-Keys.
-    ClientId,
-    "client_id",
-    128
-);
-text_id!(
     /// The `event_id` of an inbound AMQP envelope; kept on history rows for tracing.
     EventId,
     "event_id",
     255
 );
+
+/// The caller of the REST API; the scope of its Idempotency-Keys. 1–64 characters of
+/// `A-Z a-z 0-9 . _ @ -`: it is written in `<id>:<sha256>:<scopes>` configuration entries
+/// (so never `:`, `;`, `#` or a space) and appears in logs and history rows.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClientId(String);
+
+impl ClientId {
+    pub const MAX_CHARS: usize = 64;
+
+    pub fn parse(value: &str) -> Result<Self, ValidationError> {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-');
+        if value.is_empty() || value.len() > Self::MAX_CHARS || !value.chars().all(allowed) {
+            return Err(ValidationError::new(
+                "client_id",
+                "must be 1-64 characters of A-Z a-z 0-9 . _ @ -",
+            ));
+        }
+        Ok(Self(value.to_owned()))
+    }
+
+    /// The one caller of an API that runs without authentication.
+    pub fn anonymous() -> Self {
+        Self("anonymous".to_owned())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ClientId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -112,5 +142,22 @@ mod tests {
         assert!(CustomerId::parse(&"c".repeat(64)).is_ok());
         assert!(CustomerId::parse(&"c".repeat(65)).is_err());
         assert!(CustomerId::parse("").is_err());
+    }
+
+    #[test]
+    fn a_client_id_is_up_to_64_characters_a_config_line_can_hold() {
+        for good in [
+            "shop",
+            "billing.eu-1",
+            "ops@example.org",
+            "a_b",
+            &"c".repeat(64),
+        ] {
+            assert_eq!(ClientId::parse(good).unwrap().as_str(), good);
+        }
+        for bad in ["", "sh op", "a:b", "a;b", "a#b", "café", &"c".repeat(65)] {
+            assert!(ClientId::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(ClientId::parse(ClientId::anonymous().as_str()).is_ok());
     }
 }

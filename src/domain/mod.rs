@@ -23,5 +23,5 @@ pub use ledger::{Direction, LedgerEntry, Payment, Refund, Transfer};
 pub use money::{AmountMinor, Currency, Money};
 pub use order::{Change, Decision, DomainError, NewOrder, Order, Shipment};
 pub use status::{Command, OrderStatus, Refusal, TransitionKind, transition};
-pub use text::{BoundedText, ValidationError};
+pub use text::{BoundedText, MAX_REASON_CHARS, ValidationError};
 pub use version::Version;

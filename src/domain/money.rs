@@ -94,6 +94,14 @@ impl Money {
     pub fn new(minor: AmountMinor, currency: Currency) -> Self {
         Self { minor, currency }
     }
+
+    /// Money as both doors receive it: an integer of minor units and a currency code.
+    pub fn parse(minor: i64, currency: &str) -> Result<Self, ValidationError> {
+        Ok(Self::new(
+            AmountMinor::parse(minor)?,
+            Currency::parse(currency)?,
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -121,5 +129,13 @@ mod tests {
         assert!(AmountMinor::parse(0).is_err());
         assert!(AmountMinor::parse(-5).is_err());
         assert!(AmountMinor::parse(AmountMinor::MAX + 1).is_err());
+    }
+
+    #[test]
+    fn money_needs_both_a_valid_amount_and_a_valid_currency() {
+        let money = Money::parse(4999, "EUR").unwrap();
+        assert_eq!((money.minor.get(), money.currency.as_str()), (4999, "EUR"));
+        assert_eq!(Money::parse(0, "EUR").unwrap_err().field, "amount_minor");
+        assert_eq!(Money::parse(1, "eur").unwrap_err().field, "currency");
     }
 }

@@ -1,26 +1,11 @@
 //! The order state machine: statuses, history kinds, and the one transition table of DESIGN.md §1.
 
-use serde::{Deserialize, Serialize};
 use strum::{AsRefStr, Display, EnumString, IntoStaticStr};
 
-/// Where an order is in its life.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Display,
-    EnumString,
-    AsRefStr,
-    IntoStaticStr,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
-)]
+/// Where an order is in its life. The strum names are how the store writes a status (and how
+/// logs and metrics show it); what the API and events show is `app::views::OrderStatusView`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr, IntoStaticStr)]
 #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum OrderStatus {
     PendingPayment,
     Paid,

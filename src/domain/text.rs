@@ -19,6 +19,9 @@ impl ValidationError {
     }
 }
 
+/// The longest cancellation reason accepted, in characters, over REST and AMQP alike.
+pub const MAX_REASON_CHARS: usize = 500;
+
 /// A string of `1..=max` characters with no control characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BoundedText(String);
@@ -42,6 +45,11 @@ impl BoundedText {
             ));
         }
         Ok(Self(value.to_owned()))
+    }
+
+    /// Why an order is cancelled: 1–[`MAX_REASON_CHARS`] characters, the rule of both doors.
+    pub fn cancellation_reason(value: &str) -> Result<Self, ValidationError> {
+        Self::parse("reason", value, MAX_REASON_CHARS)
     }
 
     pub fn as_str(&self) -> &str {
@@ -69,5 +77,12 @@ mod tests {
     fn rejects_empty_and_control_characters() {
         assert!(BoundedText::parse("f", "", 3).is_err());
         assert!(BoundedText::parse("f", "a\nb", 3).is_err());
+    }
+
+    #[test]
+    fn a_cancellation_reason_is_bounded_by_the_domain_limit() {
+        assert!(BoundedText::cancellation_reason(&"r".repeat(MAX_REASON_CHARS)).is_ok());
+        let error = BoundedText::cancellation_reason(&"r".repeat(MAX_REASON_CHARS + 1));
+        assert_eq!(error.unwrap_err().field, "reason");
     }
 }

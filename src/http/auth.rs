@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use super::extract::Caller;
 use super::problem::Problem;
 use crate::auth::{AuthMode, Client, Scope};
+use crate::config::DEFAULT_OPEN_PATHS;
 
 /// The realm named in every challenge.
 const REALM: &str = "order-service";
@@ -79,11 +80,7 @@ impl OpenPaths {
 
 impl Default for OpenPaths {
     fn default() -> Self {
-        Self(
-            ["/health", "/metrics", "/docs", "/openapi.json"]
-                .map(str::to_owned)
-                .to_vec(),
-        )
+        Self(DEFAULT_OPEN_PATHS.map(str::to_owned).to_vec())
     }
 }
 

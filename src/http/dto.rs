@@ -7,12 +7,9 @@ use uuid::Uuid;
 
 use crate::app::views::{HistoryEntryView, LedgerEntryView, OrderView};
 use crate::domain::{
-    AmountMinor, BoundedText, Currency, CustomerId, Money, NewOrder, OrderId, Payment, Shipment,
-    TransferId, ValidationError,
+    BoundedText, CustomerId, Money, NewOrder, OrderId, Payment, Shipment, TransferId,
+    ValidationError,
 };
-
-/// The longest cancellation reason accepted, in characters.
-pub const MAX_REASON_CHARS: usize = 500;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -40,7 +37,7 @@ impl PlaceOrderRequest {
         Ok(NewOrder {
             id: self.id.map_or_else(OrderId::generate, OrderId::from_uuid),
             customer_id: CustomerId::parse(&self.customer_id)?,
-            amount: money(self.amount_minor, &self.currency)?,
+            amount: Money::parse(self.amount_minor, &self.currency)?,
         })
     }
 }
@@ -69,7 +66,7 @@ impl PaymentRequest {
         Ok(Payment {
             transfer_id: TransferId::parse(&self.transfer_id)?,
             order_id,
-            money: money(self.amount_minor, &self.currency)?,
+            money: Money::parse(self.amount_minor, &self.currency)?,
         })
     }
 }
@@ -115,15 +112,8 @@ pub struct CancelRequest {
 
 impl CancelRequest {
     pub fn try_into_domain(self) -> Result<BoundedText, ValidationError> {
-        BoundedText::parse("reason", &self.reason, MAX_REASON_CHARS)
+        BoundedText::cancellation_reason(&self.reason)
     }
-}
-
-fn money(minor: i64, currency: &str) -> Result<Money, ValidationError> {
-    Ok(Money::new(
-        AmountMinor::parse(minor)?,
-        Currency::parse(currency)?,
-    ))
 }
 
 /// A page of orders, newest first.
@@ -153,4 +143,48 @@ pub struct LedgerList {
 pub struct HistoryList {
     pub items: Vec<HistoryEntryView>,
     pub next: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+    use utoipa::PartialSchema;
+
+    use super::*;
+    use crate::domain::{AmountMinor, MAX_REASON_CHARS};
+
+    fn property(schema: Value, name: &str, bound: &str) -> i64 {
+        schema["properties"][name][bound]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{name}.{bound} in {schema}"))
+    }
+
+    /// The documented bounds are literals (utoipa takes no constants); they must say what the
+    /// domain constructors enforce.
+    #[test]
+    fn the_documented_bounds_are_the_domain_rules() {
+        let json = |schema| serde_json::to_value(schema).unwrap();
+        let place = json(PlaceOrderRequest::schema());
+        let max_customer = CustomerId::MAX_CHARS as i64;
+        assert_eq!(
+            property(place.clone(), "customer_id", "maxLength"),
+            max_customer
+        );
+        assert_eq!(property(place, "amount_minor", "maximum"), AmountMinor::MAX);
+        let payment = json(PaymentRequest::schema());
+        let max_transfer = TransferId::MAX_CHARS as i64;
+        assert_eq!(
+            property(payment.clone(), "transfer_id", "maxLength"),
+            max_transfer
+        );
+        assert_eq!(
+            property(payment, "amount_minor", "maximum"),
+            AmountMinor::MAX
+        );
+        let cancel = json(CancelRequest::schema());
+        assert_eq!(
+            property(cancel, "reason", "maxLength"),
+            MAX_REASON_CHARS as i64
+        );
+    }
 }

@@ -8,6 +8,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 
+use super::fingerprint;
 use super::problem::Problem;
 use crate::domain::{Cause, ClientId, Fingerprint, IdempotencyKey, OrderId, Version};
 
@@ -69,7 +70,7 @@ where
         let body = T::deserialize(&value).map_err(|e| Problem::validation(e.to_string()))?;
         Ok(Self {
             key,
-            fingerprint: Fingerprint::of_request(&method, &path, &value),
+            fingerprint: fingerprint::of_request(&method, &path, &value),
             body,
         })
     }

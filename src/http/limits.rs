@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 
 use super::auth::is_api_path;
 use super::problem::Problem;
-use crate::config::LimitsConfig;
+use crate::config::{DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_REQUEST_TIMEOUT_MS, LimitsConfig};
 
 /// The limits of the HTTP side.
 #[derive(Debug, Clone)]
@@ -31,8 +31,8 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            request_timeout: Duration::from_secs(10),
-            max_concurrent_requests: 512,
+            request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
+            max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
         }
     }
 }

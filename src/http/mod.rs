@@ -6,6 +6,7 @@ mod auth;
 mod cursor;
 pub mod dto;
 mod extract;
+pub mod fingerprint;
 mod lifecycle;
 mod limits;
 mod openapi;

@@ -14,8 +14,8 @@ use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
 use crate::app::PageRequest;
-use crate::app::views::OrderView;
-use crate::domain::{CustomerId, OrderStatus};
+use crate::app::views::{OrderStatusView, OrderView};
+use crate::domain::CustomerId;
 
 pub const MAX_PAGE: u16 = 100;
 const DEFAULT_PAGE: u16 = 20;
@@ -88,7 +88,7 @@ pub async fn get_order(
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// Only orders in this status.
-    status: Option<OrderStatus>,
+    status: Option<OrderStatusView>,
     /// Only this customer's orders (combines with `status`).
     #[param(min_length = 1, max_length = 64)]
     customer_id: Option<String>,
@@ -139,7 +139,7 @@ pub async fn list_orders(
     let page = state
         .app
         .orders(PageRequest {
-            status: params.status,
+            status: params.status.map(Into::into),
             customer_id,
             limit,
             after,

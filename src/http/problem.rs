@@ -7,6 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::app::AppError;
+use crate::app::views::OrderStatusView;
 use crate::domain::{DomainError, OrderStatus, Version};
 use crate::telemetry::error_chain;
 
@@ -31,7 +32,7 @@ pub struct Problem {
     pub detail: String,
     /// The order's status, when a state conflict is the cause.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_status: Option<OrderStatus>,
+    pub current_status: Option<OrderStatusView>,
     /// The order's version, when a state conflict is the cause.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_version: Option<i64>,
@@ -57,7 +58,7 @@ impl Problem {
     }
 
     fn with_current(mut self, status: Option<OrderStatus>, version: Option<Version>) -> Self {
-        self.current_status = status;
+        self.current_status = status.map(Into::into);
         self.current_version = version.map(Version::get);
         self
     }

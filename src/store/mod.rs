@@ -31,10 +31,9 @@ pub enum Inserted<T> {
     Taken,
 }
 
-/// How long a statement may wait for a row or key lock held by another transaction (an in-flight
-/// duplicate request) before it fails with [`StoreError::Busy`].
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
-
+/// Options for `database_url` where a statement waits at most `lock_timeout` for a row or key
+/// lock held by another transaction (an in-flight duplicate request) before it fails with
+/// [`StoreError::Busy`].
 pub fn connect_options(
     database_url: &str,
     lock_timeout: Duration,

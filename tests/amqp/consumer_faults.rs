@@ -139,7 +139,8 @@ async fn while_postgres_is_unreachable_nothing_is_acked_and_work_resumes_after()
     let mut h = Harness::start().await;
     let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5432))).await;
     let url = h.db.url.replace(":5432/", &format!(":{}/", proxy.port));
-    let options = store::connect_options(&url, store::DEFAULT_LOCK_TIMEOUT).unwrap();
+    let options =
+        store::connect_options(&url, order_service::config::DEFAULT_LOCK_TIMEOUT).unwrap();
     let app_through_proxy = App::new(store::pool(options, 4));
     h.spawn_consumer_on(app_through_proxy, crate::common::AMQP_URL);
     let order = Uuid::new_v4();

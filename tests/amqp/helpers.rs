@@ -17,9 +17,9 @@ use uuid::Uuid;
 use order_service::amqp::consumer::Settled;
 use order_service::amqp::{Consumer, Relay, Topology, connect};
 use order_service::app::App;
+use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use order_service::config::{AmqpConfig, RelayConfig};
 use order_service::health::{Readiness, Signal};
-use order_service::store;
 
 use crate::common::{AMQP_URL, TestDb, amqp_config, block_on_detached, eventually};
 
@@ -48,7 +48,7 @@ impl Harness {
     }
 
     pub async fn start_with(config: AmqpConfig) -> Self {
-        let db = TestDb::create(store::DEFAULT_LOCK_TIMEOUT).await;
+        let db = TestDb::create(DEFAULT_LOCK_TIMEOUT).await;
         let app = App::new(db.pool.clone());
         let topology = Topology::from_config(&config);
         let connection = connect(AMQP_URL, "order-service tests")

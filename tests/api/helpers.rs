@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use order_service::app::App;
 use order_service::http::{self, ApiState};
-use order_service::{store, telemetry};
+use order_service::telemetry;
 
 pub use crate::common::ADMIN_URL;
 use crate::common::TestDb;
@@ -106,7 +106,7 @@ impl TestResponse {
 
 impl TestApp {
     pub async fn spawn() -> Self {
-        Self::spawn_with_lock_timeout(store::DEFAULT_LOCK_TIMEOUT).await
+        Self::spawn_with_lock_timeout(order_service::config::DEFAULT_LOCK_TIMEOUT).await
     }
 
     pub async fn spawn_with_lock_timeout(lock_timeout: Duration) -> Self {

@@ -22,7 +22,7 @@ async fn readiness_is_503_when_postgres_is_unreachable() {
     // Nothing listens on port 1: the lazily connecting pool cannot reach a database.
     let options = store::connect_options(
         "postgres://postgres@127.0.0.1:1/none",
-        store::DEFAULT_LOCK_TIMEOUT,
+        order_service::config::DEFAULT_LOCK_TIMEOUT,
     )
     .unwrap();
     let router = http::router(ApiState {
@@ -92,7 +92,8 @@ async fn instances_starting_at_once_create_and_migrate_the_database_once() {
     // Found by the chaos checker: three instances racing on CREATE DATABASE made two fail.
     let name = format!("order_service_test_{}", uuid::Uuid::new_v4().simple());
     let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-    let options = store::connect_options(&url, store::DEFAULT_LOCK_TIMEOUT).unwrap();
+    let options =
+        store::connect_options(&url, order_service::config::DEFAULT_LOCK_TIMEOUT).unwrap();
 
     let results =
         futures::future::join_all((0..4).map(|_| store::prepare_database(&options))).await;

@@ -65,7 +65,7 @@ pub struct Cli {
     #[arg(
         long,
         env = "BENCH_AMQP_URL",
-        default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
+        default_value = order_service::config::DEFAULT_AMQP_URL
     )]
     pub amqp_url: String,
 }

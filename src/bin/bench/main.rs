@@ -37,7 +37,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, anyhow, bail};
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 
 use ceiling::Design;
 use cli::{Cli, Plan};
@@ -137,22 +137,6 @@ fn service_binary(cli: &Cli) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// The service's default for a configuration flag (the child runs with a cleared environment,
-/// so it gets exactly these).
-fn service_default(id: &str) -> String {
-    #[derive(Parser)]
-    struct Service {
-        #[command(flatten)]
-        config: order_service::config::Config,
-    }
-    Service::command()
-        .get_arguments()
-        .find(|a| a.get_id() == id)
-        .and_then(|a| a.get_default_values().first().cloned())
-        .map(|v| v.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 async fn measure(bench: &Bench) -> anyhow::Result<Report> {
     let started = Instant::now();
     let plan = &bench.plan;
@@ -229,8 +213,9 @@ async fn measure(bench: &Bench) -> anyhow::Result<Report> {
             duplicate_share: plan.duplicate_share,
             duration_s: plan.duration.as_secs_f64(),
             repetitions: plan.repetitions,
-            service_prefetch: service_default("prefetch").parse().unwrap_or(0),
-            service_pool: service_default("db_max_connections").parse().unwrap_or(0),
+            // The child runs with a cleared environment, so it gets exactly the defaults.
+            service_prefetch: order_service::config::DEFAULT_AMQP_PREFETCH,
+            service_pool: order_service::config::DEFAULT_DB_MAX_CONNECTIONS,
             service_bin: bench.service_bin.display().to_string(),
             service_env: plan
                 .service_env

@@ -13,7 +13,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, PgConnection, PgPool};
 
 use order_service::amqp::{Topology, connect};
-use order_service::config::AmqpConfig;
+use order_service::config::{self, AmqpConfig};
 use order_service::store;
 
 /// A database of this run.
@@ -27,7 +27,7 @@ impl Db {
     pub fn options(&self) -> anyhow::Result<PgConnectOptions> {
         Ok(store::connect_options(
             &self.url,
-            store::DEFAULT_LOCK_TIMEOUT,
+            config::DEFAULT_LOCK_TIMEOUT,
         )?)
     }
 
@@ -136,10 +136,10 @@ impl Scratch {
             dead_letter_exchange: format!("{prefix}.dlx"),
             dead_letter_queue: format!("{prefix}.dead-letter"),
             outbound_exchange: format!("{prefix}.order-events"),
-            prefetch: 64,
-            max_attempts: 10,
-            retry_base_ms: 1_000,
-            retry_max_ms: 60_000,
+            prefetch: config::DEFAULT_AMQP_PREFETCH,
+            max_attempts: config::DEFAULT_AMQP_MAX_ATTEMPTS,
+            retry_base_ms: config::DEFAULT_AMQP_RETRY_BASE_MS,
+            retry_max_ms: config::DEFAULT_AMQP_RETRY_MAX_MS,
         };
         let topology = Topology::from_config(&config);
         if let Ok(mut all) = self.topologies.lock() {

@@ -22,7 +22,7 @@ pub struct Spec<'a> {
     pub db: &'a Db,
     pub amqp: &'a AmqpConfig,
     pub amqp_url: &'a str,
-    /// `AMQP_PREFETCH`; the service's default (64) when `None`.
+    /// `AMQP_PREFETCH`; the service's default (`config::DEFAULT_AMQP_PREFETCH`) when `None`.
     pub prefetch: Option<u16>,
     /// Extra environment (`--service-env`).
     pub env: &'a [(String, String)],
