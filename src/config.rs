@@ -39,6 +39,10 @@ pub const DEFAULT_OUTBOX_BATCH_SIZE: u32 = 256;
 pub const DEFAULT_OUTBOX_POLL_MS: u64 = 1_000;
 pub const DEFAULT_OUTBOX_RETENTION_HOURS: u64 = 7 * 24;
 pub const DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS: u64 = 60;
+/// 0: unpaid orders never expire.
+pub const DEFAULT_ORDER_PAYMENT_TIMEOUT_SECS: u64 = 0;
+pub const DEFAULT_ORDER_EXPIRY_SWEEP_SECS: u64 = 30;
+pub const DEFAULT_ORDER_EXPIRY_BATCH: u32 = 500;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -99,6 +103,9 @@ pub struct Config {
 
     #[command(flatten)]
     pub limits: LimitsConfig,
+
+    #[command(flatten)]
+    pub expiry: ExpiryConfig,
 
     /// How long in-flight work may take to finish after SIGTERM (seconds).
     #[arg(long, global = true, env = "SHUTDOWN_GRACE_SECS", default_value_t = DEFAULT_SHUTDOWN_GRACE_SECS)]
@@ -330,6 +337,51 @@ impl RelayConfig {
 
     pub fn prune_interval(&self) -> Duration {
         Duration::from_secs(self.prune_interval_secs)
+    }
+}
+
+/// Payment expiry: how long an order may wait for its payment, and how each instance sweeps.
+#[derive(Debug, Clone, Args)]
+pub struct ExpiryConfig {
+    /// An order still PENDING_PAYMENT this long after it was placed is cancelled with reason
+    /// `payment_timeout` (seconds; 0 = never).
+    #[arg(
+        long = "order-payment-timeout-secs",
+        global = true,
+        env = "ORDER_PAYMENT_TIMEOUT_SECS",
+        default_value_t = DEFAULT_ORDER_PAYMENT_TIMEOUT_SECS
+    )]
+    pub payment_timeout_secs: u64,
+
+    /// How often an instance looks for expired orders (seconds).
+    #[arg(
+        long = "order-expiry-sweep-secs",
+        global = true,
+        env = "ORDER_EXPIRY_SWEEP_SECS",
+        default_value_t = DEFAULT_ORDER_EXPIRY_SWEEP_SECS,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub sweep_secs: u64,
+
+    /// The most orders one sweep cancels; a full sweep is followed by another at once.
+    #[arg(
+        long = "order-expiry-batch",
+        global = true,
+        env = "ORDER_EXPIRY_BATCH",
+        default_value_t = DEFAULT_ORDER_EXPIRY_BATCH,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub batch: u32,
+}
+
+impl ExpiryConfig {
+    /// `None` when orders never expire.
+    pub fn payment_timeout(&self) -> Option<Duration> {
+        (self.payment_timeout_secs > 0).then(|| Duration::from_secs(self.payment_timeout_secs))
+    }
+
+    pub fn sweep_interval(&self) -> Duration {
+        Duration::from_secs(self.sweep_secs)
     }
 }
 

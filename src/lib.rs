@@ -5,13 +5,15 @@
 //! owns transactions and outcomes; [`store`] holds all SQL; [`domain`] is pure. [`auth`] knows the
 //! API's clients; [`health`] carries the readiness of background components. [`startup`] wires
 //! them together from [`config`] into a [`startup::Service`]; [`telemetry`] sets up logs and
-//! metrics. `docs/architecture.md` is the map for newcomers.
+//! metrics; [`expiry`] cancels orders left unpaid too long. `docs/architecture.md` is the map for
+//! newcomers.
 
 pub mod amqp;
 pub mod app;
 pub mod auth;
 pub mod config;
 pub mod domain;
+pub mod expiry;
 pub mod health;
 pub mod http;
 pub mod startup;

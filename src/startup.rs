@@ -17,13 +17,14 @@ use crate::auth::{self, AuthMode};
 use crate::config::Config;
 use crate::health::Readiness;
 use crate::http::{self, ApiState, HttpSettings, OpenPaths};
-use crate::{store, telemetry};
+use crate::{expiry, store, telemetry};
 
 /// The running process: what `order-service serve` starts. Tests build one on port 0.
 pub struct Service {
     listener: TcpListener,
     router: Router,
     pool: PgPool,
+    app: App,
     config: Config,
     consumer: Option<Consumer>,
     relay: Option<Relay>,
@@ -60,7 +61,7 @@ impl Service {
             )
         });
         let state = ApiState {
-            app,
+            app: app.clone(),
             metrics: telemetry::metrics(),
             readiness,
         };
@@ -71,6 +72,7 @@ impl Service {
             listener,
             router: http::router_with(state, http_settings),
             pool,
+            app,
             config,
             consumer,
             relay,
@@ -99,6 +101,11 @@ impl Service {
         if let Some(relay) = self.relay {
             background.spawn(relay.run(shutdown.clone()));
         }
+        background.spawn(expiry::run(
+            self.app.clone(),
+            self.config.expiry.clone(),
+            shutdown.clone(),
+        ));
         background.close();
 
         let stop = shutdown.clone();

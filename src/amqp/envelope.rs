@@ -1,4 +1,4 @@
-//! Inbound envelopes (DESIGN.md §3), parsed strictly into typed events. Anything that does not
+//! Inbound envelopes (`docs/contract.md#envelope`), parsed strictly into typed events. Anything that does not
 //! parse is poison: it can never succeed, so it is dead-lettered at once with the reason.
 
 use chrono::{DateTime, Utc};
@@ -7,14 +7,15 @@ use strum::{EnumDiscriminants, EnumString, IntoStaticStr, VariantNames};
 use uuid::Uuid;
 
 use crate::domain::{
-    BoundedText, CustomerId, EventId, Money, NewOrder, OrderId, Payment, Shipment, TransferId,
-    ValidationError,
+    BoundedText, CustomerId, EventId, Money, NewOrder, OrderId, Payment, Refund, Shipment,
+    TransferId, ValidationError,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InboundEvent {
     OrderPlaced(NewOrder),
     PaymentSucceeded(Payment),
+    RefundSucceeded(Refund),
     ShipmentDispatched {
         order_id: OrderId,
         shipment: Shipment,
@@ -30,6 +31,7 @@ impl InboundEvent {
         match self {
             InboundEvent::OrderPlaced(order) => order.id,
             InboundEvent::PaymentSucceeded(payment) => payment.order_id,
+            InboundEvent::RefundSucceeded(refund) => refund.order_id,
             InboundEvent::ShipmentDispatched { order_id, .. }
             | InboundEvent::CancellationRequested { order_id, .. } => *order_id,
         }
@@ -86,6 +88,9 @@ enum InboundWire {
     #[serde(rename = "payment.succeeded")]
     #[strum_discriminants(strum(serialize = "payment.succeeded"))]
     PaymentSucceeded(PaymentSucceeded),
+    #[serde(rename = "refund.succeeded")]
+    #[strum_discriminants(strum(serialize = "refund.succeeded"))]
+    RefundSucceeded(RefundSucceeded),
     #[serde(rename = "shipment.dispatched")]
     #[strum_discriminants(strum(serialize = "shipment.dispatched"))]
     ShipmentDispatched(ShipmentDispatched),
@@ -111,6 +116,15 @@ struct OrderPlaced {
 struct PaymentSucceeded {
     order_id: Uuid,
     transfer_id: String,
+    amount_minor: i64,
+    currency: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RefundSucceeded {
+    order_id: Uuid,
+    refund_id: String,
     amount_minor: i64,
     currency: String,
 }
@@ -143,6 +157,11 @@ impl TryFrom<InboundWire> for InboundEvent {
             }),
             InboundWire::PaymentSucceeded(d) => InboundEvent::PaymentSucceeded(Payment {
                 transfer_id: TransferId::parse(&d.transfer_id)?,
+                order_id: OrderId::from_uuid(d.order_id),
+                money: Money::parse(d.amount_minor, &d.currency)?,
+            }),
+            InboundWire::RefundSucceeded(d) => InboundEvent::RefundSucceeded(Refund {
+                refund_id: TransferId::parse(&d.refund_id)?,
                 order_id: OrderId::from_uuid(d.order_id),
                 money: Money::parse(d.amount_minor, &d.currency)?,
             }),
@@ -221,6 +240,14 @@ mod tests {
         ))
         .unwrap();
         assert!(matches!(paid.event, InboundEvent::PaymentSucceeded(_)));
+
+        let refunded = parse(&envelope(
+            "refund.succeeded",
+            json!({"order_id": order_id, "refund_id": "r", "amount_minor": 10, "currency": "EUR"}),
+        ))
+        .unwrap();
+        assert!(matches!(refunded.event, InboundEvent::RefundSucceeded(_)));
+        assert_eq!(refunded.event.order_id().as_uuid(), order_id);
 
         let shipped = parse(&envelope(
             "shipment.dispatched",
@@ -324,6 +351,7 @@ mod tests {
             [
                 "order.placed",
                 "payment.succeeded",
+                "refund.succeeded",
                 "shipment.dispatched",
                 "order.cancellation_requested"
             ]

@@ -181,6 +181,9 @@ pub async fn apply(app: &App, envelope: &Envelope) -> Disposition {
         InboundEvent::PaymentSucceeded(payment) => {
             decide(&app.record_payment(payment.clone(), &cause).await)
         }
+        InboundEvent::RefundSucceeded(refund) => {
+            decide(&app.record_refund(refund.clone(), &cause).await)
+        }
         InboundEvent::ShipmentDispatched { order_id, shipment } => {
             decide(&app.ship(*order_id, shipment, None, &cause).await)
         }

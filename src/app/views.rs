@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::domain::{HistoryEntry, LedgerEntry, Order, OrderStatus, Source};
+use crate::domain::{Direction, HistoryEntry, LedgerEntry, Order, OrderStatus, Source};
 
 /// Where an order is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -65,10 +65,17 @@ pub struct OrderView {
     /// 1 at creation, +1 on every change; the `ETag` is `"<version>"`.
     #[schema(example = 1)]
     pub version: i64,
-    /// Sum of the order's ledger entries.
+    /// Sum of the order's incoming ledger entries (payments).
     #[schema(example = 0)]
     pub paid_minor: i64,
-    /// Money arrived for a cancelled order, or more than the amount.
+    /// Sum of the order's outgoing ledger entries (refunds); never above `paid_minor`.
+    #[schema(example = 0)]
+    pub refunded_minor: i64,
+    /// Money held that must go back: on a cancelled order `paid - refunded`, otherwise
+    /// `max(0, paid - amount) - refunded`; never below 0.
+    #[schema(example = 0)]
+    pub refund_due_minor: i64,
+    /// `refund_due_minor > 0`.
     pub refund_required: bool,
     pub shipment: Option<ShipmentView>,
     pub cancellation_reason: Option<String>,
@@ -86,6 +93,8 @@ impl From<&Order> for OrderView {
             status: order.status.into(),
             version: order.version.get(),
             paid_minor: order.paid_minor,
+            refunded_minor: order.refunded_minor,
+            refund_due_minor: order.refund_due_minor(),
             refund_required: order.refund_required,
             shipment: order.shipment.as_ref().map(|s| ShipmentView {
                 carrier: s.carrier.to_string(),
@@ -117,12 +126,31 @@ impl From<Source> for SourceView {
     }
 }
 
-/// One transfer of money in the ledger.
+/// Which way money moved: `in` for a payment, `out` for a refund.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DirectionView {
+    In,
+    Out,
+}
+
+impl From<Direction> for DirectionView {
+    fn from(direction: Direction) -> Self {
+        match direction {
+            Direction::In => DirectionView::In,
+            Direction::Out => DirectionView::Out,
+        }
+    }
+}
+
+/// One transfer of money in the ledger: a payment, or a refund (whose `transfer_id` is its
+/// `refund_id`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct LedgerEntryView {
     #[schema(example = "tr_1Nv0FGQ9")]
     pub transfer_id: String,
     pub order_id: Uuid,
+    pub direction: DirectionView,
     #[schema(example = 4999)]
     pub amount_minor: i64,
     #[schema(example = "EUR")]
@@ -136,6 +164,7 @@ impl From<&LedgerEntry> for LedgerEntryView {
         Self {
             transfer_id: entry.transfer.id.to_string(),
             order_id: entry.transfer.order_id.as_uuid(),
+            direction: entry.transfer.direction.into(),
             amount_minor: entry.transfer.money.minor.get(),
             currency: entry.transfer.money.currency.to_string(),
             source: entry.source.into(),
@@ -144,7 +173,8 @@ impl From<&LedgerEntry> for LedgerEntryView {
     }
 }
 
-/// What caused a change: a REST request (client and Idempotency-Key) or an AMQP event.
+/// What caused a change: a REST request (client and Idempotency-Key), an AMQP event, or the
+/// payment-expiry timer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CauseView {
     pub source: SourceView,
@@ -158,7 +188,7 @@ pub struct CauseView {
 pub struct HistoryEntryView {
     #[schema(example = 2)]
     pub version: i64,
-    /// `created`, `payment_recorded`, `paid`, `shipped` or `cancelled`.
+    /// `created`, `payment_recorded`, `paid`, `shipped`, `cancelled` or `refund_recorded`.
     #[schema(example = "paid")]
     pub kind: String,
     /// Null at creation.

@@ -21,7 +21,7 @@ pub use idempotency::{Fingerprint, IdempotencyKey};
 pub use ids::{ClientId, CustomerId, EventId, OrderId, TransferId};
 pub use ledger::{Direction, LedgerEntry, Payment, Refund, Transfer};
 pub use money::{AmountMinor, Currency, Money};
-pub use order::{Change, Decision, DomainError, NewOrder, Order, Shipment};
+pub use order::{Change, Decision, DomainError, NewOrder, Order, PAYMENT_TIMEOUT_REASON, Shipment};
 pub use status::{Command, OrderStatus, Refusal, TransitionKind, transition};
 pub use text::{BoundedText, MAX_REASON_CHARS, ValidationError};
 pub use version::Version;

@@ -364,4 +364,29 @@ mod tests {
             .unwrap_err();
         assert!(!conflict.may_succeed_later(), "{conflict}");
     }
+
+    #[test]
+    fn expiry_cancels_a_pending_order_with_the_timeout_reason_and_nothing_else() {
+        assert!(BoundedText::cancellation_reason(PAYMENT_TIMEOUT_REASON).is_ok());
+        let Decision::Apply(change) = order(PendingPayment, 100, 30).expire().unwrap() else {
+            panic!("expected a change");
+        };
+        assert_eq!(change.next.status, Cancelled);
+        assert_eq!(
+            change.next.cancellation_reason.as_ref().map(|r| r.as_str()),
+            Some(PAYMENT_TIMEOUT_REASON)
+        );
+        assert_eq!(
+            change.next.refund_due_minor(),
+            30,
+            "partial payments go back"
+        );
+        assert_eq!(
+            order(Cancelled, 100, 0).expire(),
+            Ok(Decision::AlreadyApplied)
+        );
+        for status in [Paid, Shipped] {
+            assert!(order(status, 100, 100).expire().is_err(), "{status}");
+        }
+    }
 }

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use crate::app::views::{HistoryEntryView, LedgerEntryView, OrderView};
 use crate::domain::{
-    BoundedText, CustomerId, Money, NewOrder, OrderId, Payment, Shipment, TransferId,
+    BoundedText, CustomerId, Money, NewOrder, OrderId, Payment, Refund, Shipment, TransferId,
     ValidationError,
 };
 
@@ -65,6 +65,36 @@ impl PaymentRequest {
     pub fn try_into_domain(self, order_id: OrderId) -> Result<Payment, ValidationError> {
         Ok(Payment {
             transfer_id: TransferId::parse(&self.transfer_id)?,
+            order_id,
+            money: Money::parse(self.amount_minor, &self.currency)?,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"refund_id": "re_3MtwBw", "amount_minor": 1000, "currency": "EUR"}))]
+pub struct RefundRequest {
+    /// The payment provider's id of the refund (1–128 characters); it shares the ledger's id
+    /// space with payments' transfer ids.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
+    )]
+    pub refund_id: String,
+    /// 1 … 10^12 minor units; at most what the order holds (`paid_minor - refunded_minor`).
+    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
+    pub amount_minor: i64,
+    /// ISO 4217, three upper-case letters; the order's currency.
+    #[schema(pattern = "^[A-Z]{3}$", example = "EUR")]
+    pub currency: String,
+}
+
+impl RefundRequest {
+    pub fn try_into_domain(self, order_id: OrderId) -> Result<Refund, ValidationError> {
+        Ok(Refund {
+            refund_id: TransferId::parse(&self.refund_id)?,
             order_id,
             money: Money::parse(self.amount_minor, &self.currency)?,
         })
@@ -131,6 +161,13 @@ pub struct PaymentResponse {
     pub transfer: LedgerEntryView,
 }
 
+/// A recorded refund: the order after it and the ledger entry (`direction: out`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RefundResponse {
+    pub order: OrderView,
+    pub refund: LedgerEntryView,
+}
+
 /// An order's ledger entries, oldest first (never paginated: `next` is always null).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LedgerList {
@@ -179,6 +216,15 @@ mod tests {
         );
         assert_eq!(
             property(payment, "amount_minor", "maximum"),
+            AmountMinor::MAX
+        );
+        let refund = json(RefundRequest::schema());
+        assert_eq!(
+            property(refund.clone(), "refund_id", "maxLength"),
+            max_transfer
+        );
+        assert_eq!(
+            property(refund, "amount_minor", "maximum"),
             AmountMinor::MAX
         );
         let cancel = json(CancelRequest::schema());

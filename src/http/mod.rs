@@ -49,6 +49,7 @@ fn routes() -> (Router<ApiState>, utoipa::openapi::OpenApi) {
         .routes(routes!(orders::place_order, orders::list_orders))
         .routes(routes!(orders::get_order))
         .routes(routes!(payments::record_payment, payments::list_payments))
+        .routes(routes!(payments::record_refund))
         .routes(routes!(lifecycle::ship_order))
         .routes(routes!(lifecycle::cancel_order))
         .routes(routes!(lifecycle::order_history))

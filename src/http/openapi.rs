@@ -28,7 +28,7 @@ use crate::domain::IdempotencyKey;
     ),
     tags(
         (name = "orders", description = "Place, read, ship and cancel orders"),
-        (name = "payments", description = "The ledger of money received"),
+        (name = "payments", description = "The ledger: money received (payments) and returned (refunds)"),
         (name = "ops", description = "Health and metrics"),
     ),
     components(schemas(Problem))

@@ -1,10 +1,10 @@
-//! `/v1/orders/{id}/payments`: record a payment, read the order's ledger.
+//! `/v1/orders/{id}/payments` and `/refunds`: record money in or out, read the order's ledger.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::dto::{LedgerList, PaymentRequest, PaymentResponse};
+use super::dto::{LedgerList, PaymentRequest, PaymentResponse, RefundRequest, RefundResponse};
 use super::extract::{Caller, Mutation, OrderPath};
 use super::problem::Problem;
 use super::respond;
@@ -64,14 +64,69 @@ pub async fn record_payment(
     ))
 }
 
-/// The order's ledger entries, oldest first.
+/// Record a refund.
+///
+/// Money that went back is a fact too: recorded in every status, it never changes the status. It
+/// lowers `refund_due_minor` (`refund_required` turns off at 0) and may exceed what is due (a
+/// goodwill refund), but never the money the order holds (`paid_minor - refunded_minor`): more
+/// is 409 `refund-exceeds-balance`, and nothing is recorded. The `refund_id` shares the ledger's
+/// id space with payments: the same id with the same order, amount and currency is a replay;
+/// with anything else (a payment's id included), 409.
+#[utoipa::path(
+    post,
+    path = "/v1/orders/{id}/refunds",
+    tag = "payments",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The order id"),
+        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
+    ),
+    request_body = RefundRequest,
+    responses(
+        (status = 201, description = "Refund recorded (or replayed: see `Idempotent-Replayed`)", body = RefundResponse,
+            headers(("ETag" = String, description = "\"<version>\" of the order"),
+                    ("Idempotent-Replayed" = String, description = "`true` when nothing new was recorded"))),
+        (status = 400, description = "Missing or malformed Idempotency-Key, malformed JSON or order id", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "More than the order holds (`refund-exceeds-balance`), the id was recorded with other content, or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid field, currency other than the order's, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn record_refund(
+    State(state): State<ApiState>,
+    caller: Caller,
+    OrderPath(order_id): OrderPath,
+    request: Mutation<RefundRequest>,
+) -> Result<Response, Problem> {
+    let cause = request.cause(caller);
+    let refund = request
+        .body
+        .try_into_domain(order_id)
+        .map_err(|e| Problem::validation(e.to_string()))?;
+    let outcome = state.app.record_refund(refund, &cause).await?;
+    let receipt = outcome.value();
+    let body = RefundResponse {
+        order: OrderView::from(&receipt.order),
+        refund: LedgerEntryView::from(&receipt.entry),
+    };
+    Ok(respond::command(
+        StatusCode::CREATED,
+        &outcome,
+        &receipt.order,
+        body,
+    ))
+}
+
+/// The order's ledger entries, both directions, oldest first.
 #[utoipa::path(
     get,
     path = "/v1/orders/{id}/payments",
     tag = "payments",
     params(("id" = uuid::Uuid, Path, description = "The order id")),
     responses(
-        (status = 200, description = "The ledger entries of the order", body = LedgerList),
+        (status = 200, description = "The ledger entries of the order: payments (`in`) and refunds (`out`)", body = LedgerList),
         (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
     )

@@ -89,6 +89,7 @@ async fn the_ledger_lists_every_transfer_of_the_order_oldest_first() {
             [
                 "amount_minor",
                 "currency",
+                "direction",
                 "order_id",
                 "received_at",
                 "source",
@@ -100,6 +101,7 @@ async fn the_ledger_lists_every_transfer_of_the_order_oldest_first() {
         assert_eq!(item["amount_minor"], amount);
         assert_eq!(item["currency"], "EUR");
         assert_eq!(item["source"], "api");
+        assert_eq!(item["direction"], "in");
         chrono::DateTime::parse_from_rfc3339(item["received_at"].as_str().unwrap())
             .expect("received_at is RFC 3339");
     }
