@@ -1,5 +1,5 @@
 //! Typed settings, read from the environment (or the equivalent command-line flags) with the
-//! defaults of DESIGN.md §5.
+//! defaults of the README's "Configuration" section.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
@@ -122,7 +122,7 @@ impl Config {
     }
 }
 
-/// The RabbitMQ side: names of the topology (DESIGN.md §3 defaults) and consumer tuning.
+/// The RabbitMQ side: names of the topology (README "Messaging") and consumer tuning.
 #[derive(Debug, Clone, Args)]
 pub struct AmqpConfig {
     /// Run the AMQP consumer and outbox relay beside the API.

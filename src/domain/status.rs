@@ -1,4 +1,5 @@
-//! The order state machine: statuses, history kinds, and the one transition table of DESIGN.md §1.
+//! The order state machine: statuses, history kinds, and the one transition table
+//! (`docs/contract.md#transitions`).
 
 use strum::{AsRefStr, Display, EnumString, IntoStaticStr};
 
