@@ -1,0 +1,112 @@
+//! Settings of the RabbitMQ side: the topology's names and the consumer's tuning.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{
+    DEFAULT_AMQP_MAX_ATTEMPTS, DEFAULT_AMQP_PREFETCH, DEFAULT_AMQP_RETRY_BASE_MS,
+    DEFAULT_AMQP_RETRY_MAX_MS, DEFAULT_DEAD_LETTER_EXCHANGE, DEFAULT_DEAD_LETTER_QUEUE,
+    DEFAULT_INBOUND_EXCHANGE, DEFAULT_INBOX_QUEUE, DEFAULT_OUTBOUND_EXCHANGE,
+};
+
+/// The RabbitMQ side: names of the topology (README "Messaging") and consumer tuning.
+#[derive(Debug, Clone, Args)]
+pub struct AmqpConfig {
+    /// Run the AMQP consumer and outbox relay beside the API.
+    #[arg(long = "amqp-enabled", global = true, env = "AMQP_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
+    pub enabled: bool,
+
+    /// Topic exchange the inbound events are published to.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_INBOUND_EXCHANGE",
+        default_value = DEFAULT_INBOUND_EXCHANGE
+    )]
+    pub inbound_exchange: String,
+
+    /// Quorum queue the consumer reads.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_INBOX_QUEUE",
+        default_value = DEFAULT_INBOX_QUEUE
+    )]
+    pub inbox_queue: String,
+
+    /// Exchange that routes dead letters to the dead-letter queue.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_DEAD_LETTER_EXCHANGE",
+        default_value = DEFAULT_DEAD_LETTER_EXCHANGE
+    )]
+    pub dead_letter_exchange: String,
+
+    /// Queue holding messages that cannot be applied, each with an `x-error-reason` header.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_DEAD_LETTER_QUEUE",
+        default_value = DEFAULT_DEAD_LETTER_QUEUE
+    )]
+    pub dead_letter_queue: String,
+
+    /// Topic exchange the outbox relay publishes order events to.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_OUTBOUND_EXCHANGE",
+        default_value = DEFAULT_OUTBOUND_EXCHANGE
+    )]
+    pub outbound_exchange: String,
+
+    /// Unacknowledged messages the consumer holds (and processes concurrently) at once.
+    #[arg(long, global = true, env = "AMQP_PREFETCH", default_value_t = DEFAULT_AMQP_PREFETCH)]
+    pub prefetch: u16,
+
+    /// Deliveries of a premature message (unknown order, ship before paid) before it is
+    /// dead-lettered.
+    #[arg(long, global = true, env = "AMQP_MAX_ATTEMPTS", default_value_t = DEFAULT_AMQP_MAX_ATTEMPTS)]
+    pub max_attempts: u32,
+
+    /// Delay before the first retry of a premature message; doubles per attempt (milliseconds).
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_RETRY_BASE_MS",
+        default_value_t = DEFAULT_AMQP_RETRY_BASE_MS
+    )]
+    pub retry_base_ms: u64,
+
+    /// Longest delay between two attempts (milliseconds).
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_RETRY_MAX_MS",
+        default_value_t = DEFAULT_AMQP_RETRY_MAX_MS
+    )]
+    pub retry_max_ms: u64,
+}
+
+impl AmqpConfig {
+    /// The delay before attempt `attempt + 1`, for `attempt >= 1`: base · 2^(attempt-1), capped.
+    pub fn retry_delay(&self, attempt: u32) -> Duration {
+        let factor = 1u64 << attempt.saturating_sub(1).min(20);
+        Duration::from_millis(
+            self.retry_base_ms
+                .saturating_mul(factor)
+                .min(self.retry_max_ms),
+        )
+    }
+
+    /// Every distinct retry delay, shortest first: one delay queue each.
+    pub fn retry_delays(&self) -> Vec<Duration> {
+        let mut delays: Vec<Duration> = (1..self.max_attempts.max(1))
+            .map(|a| self.retry_delay(a))
+            .collect();
+        delays.dedup();
+        delays
+    }
+}

@@ -1,0 +1,188 @@
+//! Typed settings, read from the environment (or the equivalent command-line flags) with the
+//! defaults of the README's "Configuration" section. Every default is a `DEFAULT_*` constant
+//! here, the one source that clap, the tests and the bench read; each group of settings lives
+//! in a submodule of its own.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+mod amqp;
+mod expiry;
+mod http;
+mod relay;
+
+pub use amqp::AmqpConfig;
+pub use expiry::ExpiryConfig;
+pub use http::{AuthConfig, LimitsConfig};
+pub use relay::RelayConfig;
+
+// The defaults, each stated once: clap, `Default` impls, tests and the bench refer to these.
+
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/order_service";
+pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+pub const DEFAULT_HTTP_ADDR: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8080));
+pub const DEFAULT_DB_MAX_CONNECTIONS: u32 = 16;
+pub const DEFAULT_LOCK_TIMEOUT_MS: u64 = 5_000;
+/// [`DEFAULT_LOCK_TIMEOUT_MS`] as a duration, for code that builds a store without a `Config`.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_millis(DEFAULT_LOCK_TIMEOUT_MS);
+pub const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 30;
+
+pub const DEFAULT_INBOUND_EXCHANGE: &str = "commerce.events";
+pub const DEFAULT_INBOX_QUEUE: &str = "order-service.inbox";
+pub const DEFAULT_DEAD_LETTER_EXCHANGE: &str = "order-service.dlx";
+pub const DEFAULT_DEAD_LETTER_QUEUE: &str = "order-service.dead-letter";
+pub const DEFAULT_OUTBOUND_EXCHANGE: &str = "order-service.events";
+pub const DEFAULT_AMQP_PREFETCH: u16 = 64;
+pub const DEFAULT_AMQP_MAX_ATTEMPTS: u32 = 10;
+pub const DEFAULT_AMQP_RETRY_BASE_MS: u64 = 1_000;
+pub const DEFAULT_AMQP_RETRY_MAX_MS: u64 = 60_000;
+
+pub const DEFAULT_OPEN_PATHS: [&str; 4] = ["/health", "/metrics", "/docs", "/openapi.json"];
+
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 512;
+pub const DEFAULT_AMQP_MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
+pub const DEFAULT_OUTBOX_BATCH_SIZE: u32 = 256;
+pub const DEFAULT_OUTBOX_POLL_MS: u64 = 1_000;
+pub const DEFAULT_OUTBOX_RETENTION_HOURS: u64 = 7 * 24;
+pub const DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS: u64 = 60;
+/// 0: unpaid orders never expire.
+pub const DEFAULT_ORDER_PAYMENT_TIMEOUT_SECS: u64 = 0;
+pub const DEFAULT_ORDER_EXPIRY_SWEEP_SECS: u64 = 30;
+pub const DEFAULT_ORDER_EXPIRY_BATCH: u32 = 500;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Json,
+    Pretty,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// Postgres; the database is created if missing and migrated at start.
+    #[arg(
+        long,
+        global = true,
+        env = "DATABASE_URL",
+        default_value = DEFAULT_DATABASE_URL
+    )]
+    pub database_url: String,
+
+    /// RabbitMQ.
+    #[arg(long, global = true, env = "AMQP_URL", default_value = DEFAULT_AMQP_URL)]
+    pub amqp_url: String,
+
+    /// Where the REST API listens.
+    #[arg(
+        long,
+        global = true,
+        env = "HTTP_ADDR",
+        default_value_t = DEFAULT_HTTP_ADDR
+    )]
+    pub http_addr: SocketAddr,
+
+    #[arg(
+        long,
+        global = true,
+        env = "LOG_FORMAT",
+        value_enum,
+        default_value = "pretty"
+    )]
+    pub log_format: LogFormat,
+
+    /// Size of the Postgres connection pool.
+    #[arg(long, global = true, env = "DB_MAX_CONNECTIONS", default_value_t = DEFAULT_DB_MAX_CONNECTIONS)]
+    pub db_max_connections: u32,
+
+    /// How long a request waits for a concurrent one holding the same key or order row before
+    /// it answers 409 with Retry-After (milliseconds).
+    #[arg(long, global = true, env = "LOCK_TIMEOUT_MS", default_value_t = DEFAULT_LOCK_TIMEOUT_MS)]
+    pub lock_timeout_ms: u64,
+
+    #[command(flatten)]
+    pub amqp: AmqpConfig,
+
+    #[command(flatten)]
+    pub relay: RelayConfig,
+
+    #[command(flatten)]
+    pub auth: AuthConfig,
+
+    #[command(flatten)]
+    pub limits: LimitsConfig,
+
+    #[command(flatten)]
+    pub expiry: ExpiryConfig,
+
+    /// How long in-flight work may take to finish after SIGTERM (seconds).
+    #[arg(long, global = true, env = "SHUTDOWN_GRACE_SECS", default_value_t = DEFAULT_SHUTDOWN_GRACE_SECS)]
+    pub shutdown_grace_secs: u64,
+}
+
+impl Config {
+    pub fn lock_timeout(&self) -> Duration {
+        Duration::from_millis(self.lock_timeout_ms)
+    }
+
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        config: Config,
+    }
+
+    fn defaults() -> Config {
+        Cli::parse_from(["order-service"]).config
+    }
+
+    #[test]
+    fn defaults_follow_the_design() {
+        let config = defaults();
+        assert_eq!(
+            config.database_url,
+            "postgres://postgres@127.0.0.1:5432/order_service"
+        );
+        assert_eq!(config.amqp_url, "amqp://guest:guest@127.0.0.1:5672/%2f");
+        assert_eq!(config.http_addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.amqp.inbound_exchange, "commerce.events");
+        assert_eq!(config.amqp.inbox_queue, "order-service.inbox");
+        assert_eq!(config.amqp.dead_letter_queue, "order-service.dead-letter");
+        assert_eq!(config.amqp.outbound_exchange, "order-service.events");
+        assert_eq!(config.amqp.max_attempts, 10);
+        assert_eq!(config.relay.retention(), Duration::from_secs(7 * 24 * 3600));
+        assert!(config.auth.clients.is_none() && config.auth.clients_file.is_none());
+        assert!(!config.auth.disabled);
+        assert_eq!(
+            config.auth.open_paths,
+            ["/health", "/metrics", "/docs", "/openapi.json"]
+        );
+        assert_eq!(config.limits.request_timeout(), Duration::from_secs(10));
+        assert_eq!(config.limits.max_concurrent_requests, 512);
+        assert_eq!(config.limits.amqp_max_message_bytes, 65_536);
+    }
+
+    #[test]
+    fn retry_delays_start_at_the_base_double_and_are_capped() {
+        let amqp = defaults().amqp;
+        let delays: Vec<u64> = (1..=9).map(|a| amqp.retry_delay(a).as_secs()).collect();
+        assert_eq!(delays, vec![1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(
+            amqp.retry_delays().len(),
+            7,
+            "one delay queue per distinct delay"
+        );
+    }
+}
