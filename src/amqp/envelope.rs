@@ -163,7 +163,7 @@ impl TryFrom<InboundWire> for InboundEvent {
                 money: Money::parse(d.amount_minor, &d.currency)?,
             }),
             InboundWire::RefundSucceeded(d) => InboundEvent::RefundSucceeded(Refund {
-                refund_id: TransferId::parse(&d.refund_id)?,
+                refund_id: TransferId::parse_refund_id(&d.refund_id)?,
                 order_id: OrderId::from_uuid(d.order_id),
                 money: Money::parse(d.amount_minor, &d.currency)?,
             }),

@@ -20,6 +20,8 @@ pub struct Sweep {
     /// Overdue orders that needed nothing: paid by a racing payment, or cancelled by someone
     /// else (another instance's sweep, a client) in the meantime.
     pub settled_meanwhile: usize,
+    /// Overdue orders left for the next sweep because a concurrent transaction held them.
+    pub busy: usize,
     /// Whether the sweep hit its limit, so more overdue orders may be waiting.
     pub full: bool,
 }
@@ -51,6 +53,9 @@ impl App {
                     reason: DomainError::InvalidTransition { .. },
                     ..
                 }) => sweep.settled_meanwhile += 1,
+                // A client holds this order's row: the next sweep finds it again if it is still
+                // pending; the orders after it need not wait.
+                Err(AppError::Busy) => sweep.busy += 1,
                 Err(error) => return Err(error),
             }
         }

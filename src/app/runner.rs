@@ -68,8 +68,13 @@ pub(super) async fn run<C: Command>(
             Ok(step) => step,
             Err(error) => {
                 if let AppError::Refused { reason, .. } = &error {
-                    metrics::counter!("order_conflicts_total", "reason" => reason.code())
-                        .increment(1);
+                    let source: &'static str = cause.source().into();
+                    metrics::counter!(
+                        "order_conflicts_total",
+                        "reason" => reason.code(),
+                        "source" => source,
+                    )
+                    .increment(1);
                 }
                 return Err(error);
             }

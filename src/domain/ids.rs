@@ -80,6 +80,14 @@ text_id!(
     "transfer_id",
     128
 );
+
+impl TransferId {
+    /// A refund's id: the same rule (refunds share the ledger's id space), with errors naming
+    /// the field the client sent.
+    pub fn parse_refund_id(value: &str) -> Result<Self, ValidationError> {
+        BoundedText::parse("refund_id", value, Self::MAX_CHARS).map(Self)
+    }
+}
 text_id!(
     /// The `event_id` of an inbound AMQP envelope; kept on history rows for tracing.
     EventId,

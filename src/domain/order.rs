@@ -350,7 +350,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_shipment_before_payment_may_succeed_later() {
+    fn only_a_shipment_before_payment_and_a_refund_beyond_the_money_held_may_succeed_later() {
         let premature = order(PendingPayment, 100, 0)
             .ship(&shipment("DHL", "T1"))
             .unwrap_err();

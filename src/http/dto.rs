@@ -94,7 +94,7 @@ pub struct RefundRequest {
 impl RefundRequest {
     pub fn try_into_domain(self, order_id: OrderId) -> Result<Refund, ValidationError> {
         Ok(Refund {
-            refund_id: TransferId::parse(&self.refund_id)?,
+            refund_id: TransferId::parse_refund_id(&self.refund_id)?,
             order_id,
             money: Money::parse(self.amount_minor, &self.currency)?,
         })

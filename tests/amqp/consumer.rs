@@ -353,12 +353,16 @@ async fn a_rest_payment_and_an_amqp_payment_of_one_transfer_make_one_ledger_row(
 #[tokio::test]
 async fn a_refused_event_is_counted_as_a_conflict_like_a_refused_request() {
     let metrics = order_service::telemetry::metrics();
+    // Counted where the outcome is decided, for both doors: the AMQP door's line carries
+    // `source="amqp"`.
     let conflicts = |reason: &str| {
-        let prefix = format!("order_conflicts_total{{reason=\"{reason}\"}} ");
+        let reason = format!("reason=\"{reason}\"");
         metrics
             .render()
             .lines()
-            .find_map(|line| line.strip_prefix(&prefix).map(str::to_owned))
+            .filter(|line| line.starts_with("order_conflicts_total{"))
+            .filter(|line| line.contains(&reason) && line.contains("source=\"amqp\""))
+            .find_map(|line| line.rsplit(' ').next().map(str::to_owned))
             .map_or(0.0, |n| n.parse::<f64>().unwrap())
     };
     let before = conflicts("transfer-conflict");
