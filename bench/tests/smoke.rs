@@ -10,11 +10,12 @@ use serde_json::Value;
 /// The service binary, built now by the cargo running this test. The service is another package
 /// of the workspace, so cargo gives this test no `CARGO_BIN_EXE_order-service`; asking cargo
 /// (a no-op when it is fresh) keeps `cargo test -p order-service-bench` from running a stale or
-/// missing binary, and cargo's JSON messages say where the executable is.
+/// missing binary, and cargo's JSON messages say where the executable is. `--workspace` resolves
+/// dependency features as the bench's own build did, so the build reuses its artifacts.
 fn service_binary() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
-        .args(["build", "-p", "order-service", "--bin", "order-service"])
+        .args(["build", "--workspace", "--bin", "order-service"])
         .arg("--manifest-path")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml"))
         .arg("--message-format=json-render-diagnostics")
