@@ -1,18 +1,31 @@
-# Build: compile the release binary with the dependencies cached in their own layer.
-FROM rust:1.95-bookworm AS build
-WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
-RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
-    && cargo build --release --locked && rm -rf src
-COPY src ./src
-COPY migrations ./migrations
-RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin order-service
+# The service image, built as zero2prod builds its own: cargo-chef derives a recipe (manifests,
+# lock file, target skeletons) from the workspace, the dependencies are compiled from that recipe
+# in a layer of their own, and only then are the sources copied in. The dependency layer cannot
+# drift from the manifests, and it is rebuilt only when they change. `.ci/dockerfile-build-check.py`
+# runs the build stages below in CI.
+
+# Tools: the toolchain and cargo-chef, shared by the planner and the builder.
+FROM rust:1.95-bookworm AS chef
+RUN cargo install cargo-chef --locked --version 0.1.78
+WORKDIR /app
+
+# Plan: the recipe of the whole workspace (the service and the bench member it declares).
+FROM chef AS planner
+COPY . .
+RUN cargo chef prepare --recipe-path recipe.json
+
+# Build: the service's dependencies from the recipe, then the service itself.
+FROM chef AS builder
+COPY --from=planner /app/recipe.json recipe.json
+RUN cargo chef cook --release --locked --recipe-path recipe.json --package order-service --bin order-service
+COPY . .
+RUN cargo build --release --locked --package order-service --bin order-service
 
 # Run: a slim image with the binary only (migrations are embedded in it).
-FROM debian:bookworm-slim
+FROM debian:bookworm-slim AS runtime
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* && useradd --system --uid 10001 app
-COPY --from=build /src/target/release/order-service /usr/local/bin/order-service
+COPY --from=builder /app/target/release/order-service /usr/local/bin/order-service
 USER app
 ENV HTTP_ADDR=0.0.0.0:8080 LOG_FORMAT=json
 EXPOSE 8080

@@ -44,7 +44,7 @@ pub fn line_chart(
     x_label: &str,
     y_label: &str,
     levels: &[usize],
-    lines: &[Line],
+    lines: &[Line<'_>],
 ) -> String {
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;

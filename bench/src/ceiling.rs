@@ -24,6 +24,8 @@ use serde_json::json;
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
+use order_service::domain::{EventType, OrderStatus, Source, TransitionKind};
+
 use crate::cpu::{CpuMeter, CpuSplit};
 use crate::pgstat::{self, DOMAIN_TABLES};
 use crate::scratch::{Db, Scratch};
@@ -182,7 +184,7 @@ async fn pay(conn: &mut PgConnection, design: Design, order_id: Uuid) -> anyhow:
     .bind(order_id)
     .bind(AMOUNT_MINOR)
     .bind(CURRENCY)
-    .bind("amqp")
+    .bind(Source::Amqp.as_ref())
     .fetch_optional(&mut *tx)
     .await?;
     let order = sqlx::query_as::<_, OrderRow>(
@@ -203,7 +205,7 @@ async fn pay(conn: &mut PgConnection, design: Design, order_id: Uuid) -> anyhow:
     .bind(order_id)
     .bind(&order.status)
     .bind(order.version)
-    .bind("PAID")
+    .bind(OrderStatus::Paid.as_ref())
     .bind(order.paid_minor + AMOUNT_MINOR)
     .bind(false)
     .bind(None::<&str>)
@@ -219,11 +221,11 @@ async fn pay(conn: &mut PgConnection, design: Design, order_id: Uuid) -> anyhow:
     )
     .bind(order_id)
     .bind(paid.version)
-    .bind("paid")
+    .bind(TransitionKind::Paid.as_ref())
     .bind(&order.status)
     .bind(&paid.status)
     .bind(&payment.transfer_id)
-    .bind("amqp")
+    .bind(Source::Amqp.as_ref())
     .bind(None::<&str>)
     .bind(None::<&str>)
     .bind(None::<&str>)
@@ -232,7 +234,7 @@ async fn pay(conn: &mut PgConnection, design: Design, order_id: Uuid) -> anyhow:
     .await?;
     // The envelope the service writes: the order as the REST API shows it.
     let payload = json!({
-        "event_id": Uuid::new_v4(), "type": "order.paid", "occurred_at": paid.updated_at,
+        "event_id": Uuid::new_v4(), "type": EventType::OrderPaid.as_ref(), "occurred_at": paid.updated_at,
         "data": {"id": paid.id, "customer_id": paid.customer_id, "amount_minor": paid.amount_minor,
                  "currency": paid.currency, "status": paid.status, "version": paid.version,
                  "paid_minor": paid.paid_minor, "refund_required": paid.refund_required,
@@ -245,7 +247,7 @@ async fn pay(conn: &mut PgConnection, design: Design, order_id: Uuid) -> anyhow:
          VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(Uuid::new_v4())
-    .bind("order.paid")
+    .bind(EventType::OrderPaid.as_ref())
     .bind(order_id)
     .bind(paid.version)
     .bind(&payload)

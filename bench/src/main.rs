@@ -3,7 +3,7 @@
 //! RabbitMQ. Prints a table and writes JSON, Markdown and an SVG chart under `bench/results/`.
 //!
 //! ```sh
-//! cargo build --release && ./target/release/order-service-bench
+//! cargo build --release --workspace && ./target/release/order-service-bench
 //! ```
 //!
 //! Repetitions are interleaved (ceiling, dedup-table, consumer, REST; then again) so that the
@@ -109,7 +109,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--service-bin`, or `order-service` next to this executable (where `cargo build` puts both).
+/// `--service-bin`, or `order-service` next to this executable (the workspace shares one target
+/// directory, so `cargo build --workspace` puts both there).
 fn service_binary(cli: &Cli) -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe().context("cannot locate this executable")?;
     let path = match &cli.service_bin {
@@ -118,8 +119,8 @@ fn service_binary(cli: &Cli) -> anyhow::Result<PathBuf> {
     };
     if !path.is_file() {
         bail!(
-            "no service binary at {} (build both binaries with `cargo build --release`, or pass \
-             --service-bin)",
+            "no service binary at {} (build both binaries with `cargo build --release --workspace`, \
+             or pass --service-bin)",
             path.display()
         );
     }
@@ -130,7 +131,7 @@ fn service_binary(cli: &Cli) -> anyhow::Result<PathBuf> {
             .is_ok_and(|d| d.as_secs() > 300)
     {
         eprintln!(
-            "warning: {} is older than this bench; `cargo build --release` rebuilds both",
+            "warning: {} is older than this bench; `cargo build --release --workspace` rebuilds both",
             path.display()
         );
     }

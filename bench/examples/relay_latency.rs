@@ -2,7 +2,7 @@
 //! and under a burst of 1 000 transitions, against the local Postgres and RabbitMQ:
 //!
 //! ```sh
-//! cargo run --release --example relay_latency
+//! cargo run --release -p order-service-bench --example relay_latency
 //! ```
 //!
 //! The relay runs in-process (the same code `order-service serve` runs); each transition is

@@ -1,6 +1,7 @@
 //! What the bench feeds the service: orders seeded straight into a database, and the inbound
 //! events (placements, payments and their duplicates) in the order they are published.
 
+use order_service::amqp::envelope::{ORDER_PLACED, PAYMENT_SUCCEEDED};
 use serde_json::json;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -103,8 +104,8 @@ pub fn placed(order_id: Uuid) -> Event {
     let event_id = format!("ev-placed-{}", order_id.simple());
     let data = json!({"order_id": order_id, "customer_id": "bench", "amount_minor": AMOUNT_MINOR, "currency": CURRENCY});
     Event {
-        routing_key: "order.placed",
-        body: envelope(&event_id, "order.placed", data),
+        routing_key: ORDER_PLACED,
+        body: envelope(&event_id, ORDER_PLACED, data),
         event_id,
     }
 }
@@ -114,8 +115,8 @@ pub fn paid(order_id: Uuid, event_id: String) -> Event {
     let payment = Payment::for_order(order_id);
     let data = json!({"order_id": order_id, "transfer_id": payment.transfer_id, "amount_minor": AMOUNT_MINOR, "currency": CURRENCY});
     Event {
-        routing_key: "payment.succeeded",
-        body: envelope(&event_id, "payment.succeeded", data),
+        routing_key: PAYMENT_SUCCEEDED,
+        body: envelope(&event_id, PAYMENT_SUCCEEDED, data),
         event_id,
     }
 }
@@ -170,12 +171,12 @@ mod tests {
         assert_eq!(events.len(), 125);
         let first_payment = events
             .iter()
-            .position(|e| e.routing_key == "payment.succeeded")
+            .position(|e| e.routing_key == PAYMENT_SUCCEEDED)
             .expect("payments");
         assert!(
             events[..first_payment]
                 .iter()
-                .all(|e| e.routing_key == "order.placed")
+                .all(|e| e.routing_key == ORDER_PLACED)
         );
         let unique: HashSet<&str> = events.iter().map(|e| e.event_id.as_str()).collect();
         assert_eq!(

@@ -2,9 +2,34 @@
 //! and RabbitMQ, spawn the real service, write its report and find that duplicates write
 //! nothing. No timing is asserted.
 
-use std::process::Command;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
+
+/// The service binary, built now by the cargo running this test. The service is another package
+/// of the workspace, so cargo gives this test no `CARGO_BIN_EXE_order-service`; asking cargo
+/// (a no-op when it is fresh) keeps `cargo test -p order-service-bench` from running a stale or
+/// missing binary, and cargo's JSON messages say where the executable is. `--workspace` resolves
+/// dependency features as the bench's own build did, so the build reuses its artifacts.
+fn service_binary() -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args(["build", "--workspace", "--bin", "order-service"])
+        .arg("--manifest-path")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml"))
+        .arg("--message-format=json-render-diagnostics")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run cargo build");
+    assert!(output.status.success(), "cargo could not build the service");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["target"]["name"] == "order-service")
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .expect("cargo reported the service's executable")
+}
 
 #[test]
 fn the_benchmark_runs_end_to_end_and_duplicates_write_no_rows() {
@@ -14,7 +39,7 @@ fn the_benchmark_runs_end_to_end_and_duplicates_write_no_rows() {
     ));
     let output = Command::new(env!("CARGO_BIN_EXE_order-service-bench"))
         .args(["--quick", "--repetitions", "1", "--service-bin"])
-        .arg(env!("CARGO_BIN_EXE_order-service"))
+        .arg(service_binary())
         .arg("--out")
         .arg(&out)
         .output()

@@ -125,7 +125,7 @@ impl Scratch {
         Ok(())
     }
 
-    /// The service's AMQP settings with names of this run (DESIGN.md §3 defaults otherwise), and
+    /// The service's AMQP settings with names of this run (the service's defaults otherwise), and
     /// its topology, declared now so events can be published before the service starts.
     pub async fn topology(&self, label: &str) -> anyhow::Result<(AmqpConfig, Topology)> {
         let prefix = format!("bench-{}-{label}", self.run_id);
