@@ -18,7 +18,7 @@ use lapin::options::{BasicConsumeOptions, QueueBindOptions, QueueDeclareOptions}
 use lapin::types::FieldTable;
 use order_service::amqp::{Relay, connect, topology};
 use order_service::app::App;
-use order_service::config::{DEFAULT_LOCK_TIMEOUT, RelayConfig};
+use order_service::config::{self, DEFAULT_LOCK_TIMEOUT, RelayConfig};
 use order_service::domain::{
     AmountMinor, Cause, Currency, CustomerId, EventId, Money, NewOrder, OrderId,
 };
@@ -27,7 +27,7 @@ use order_service::store;
 use sqlx::{Connection, Executor};
 use tokio_util::sync::CancellationToken;
 
-const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+const AMQP_URL: &str = order_service::config::DEFAULT_AMQP_URL;
 
 type Arrivals = Arc<Mutex<HashMap<String, Instant>>>;
 
@@ -89,9 +89,10 @@ async fn main() -> anyhow::Result<()> {
     });
 
     let config = RelayConfig {
-        batch_size: 256,
-        poll_ms: 1_000,
-        retention_hours: 168,
+        batch_size: config::DEFAULT_OUTBOX_BATCH_SIZE,
+        poll_ms: config::DEFAULT_OUTBOX_POLL_MS,
+        retention_hours: config::DEFAULT_OUTBOX_RETENTION_HOURS,
+        // Nothing to prune in a short run.
         prune_interval_secs: 3_600,
     };
     let shutdown = CancellationToken::new();

@@ -16,8 +16,8 @@ pub struct Cli {
     pub orders: usize,
 
     /// Concurrency of the side-by-side comparison: ceiling connections and REST clients (the
-    /// service's own pool is 16 connections).
-    #[arg(long, default_value_t = 16)]
+    /// service's own pool size, by default).
+    #[arg(long, default_value_t = order_service::config::DEFAULT_DB_MAX_CONNECTIONS as usize)]
     pub clients: usize,
 
     /// Share of all consumer deliveries that are duplicates (0 ≤ share < 1).

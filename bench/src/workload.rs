@@ -1,7 +1,12 @@
 //! What the bench feeds the service: orders seeded straight into a database, and the inbound
 //! events (placements, payments and their duplicates) in the order they are published.
 
-use order_service::amqp::envelope::{ORDER_PLACED, PAYMENT_SUCCEEDED};
+use order_service::amqp::envelope::InboundType;
+
+/// The routing key (and envelope type) of an inbound event, as the service's inbox is bound.
+fn routing_key(kind: InboundType) -> &'static str {
+    kind.into()
+}
 use serde_json::json;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -104,8 +109,8 @@ pub fn placed(order_id: Uuid) -> Event {
     let event_id = format!("ev-placed-{}", order_id.simple());
     let data = json!({"order_id": order_id, "customer_id": "bench", "amount_minor": AMOUNT_MINOR, "currency": CURRENCY});
     Event {
-        routing_key: ORDER_PLACED,
-        body: envelope(&event_id, ORDER_PLACED, data),
+        routing_key: routing_key(InboundType::OrderPlaced),
+        body: envelope(&event_id, routing_key(InboundType::OrderPlaced), data),
         event_id,
     }
 }
@@ -115,8 +120,8 @@ pub fn paid(order_id: Uuid, event_id: String) -> Event {
     let payment = Payment::for_order(order_id);
     let data = json!({"order_id": order_id, "transfer_id": payment.transfer_id, "amount_minor": AMOUNT_MINOR, "currency": CURRENCY});
     Event {
-        routing_key: PAYMENT_SUCCEEDED,
-        body: envelope(&event_id, PAYMENT_SUCCEEDED, data),
+        routing_key: routing_key(InboundType::PaymentSucceeded),
+        body: envelope(&event_id, routing_key(InboundType::PaymentSucceeded), data),
         event_id,
     }
 }
@@ -171,12 +176,12 @@ mod tests {
         assert_eq!(events.len(), 125);
         let first_payment = events
             .iter()
-            .position(|e| e.routing_key == PAYMENT_SUCCEEDED)
+            .position(|e| e.routing_key == routing_key(InboundType::PaymentSucceeded))
             .expect("payments");
         assert!(
             events[..first_payment]
                 .iter()
-                .all(|e| e.routing_key == ORDER_PLACED)
+                .all(|e| e.routing_key == routing_key(InboundType::OrderPlaced))
         );
         let unique: HashSet<&str> = events.iter().map(|e| e.event_id.as_str()).collect();
         assert_eq!(

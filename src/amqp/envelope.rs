@@ -82,7 +82,11 @@ struct RawEnvelope {
 /// discriminant side by side; the unit tests parse every type through both.
 #[derive(Deserialize, EnumDiscriminants)]
 #[serde(tag = "type", content = "data")]
-#[strum_discriminants(name(InboundType), derive(EnumString, IntoStaticStr, VariantNames))]
+#[strum_discriminants(
+    name(InboundType),
+    vis(pub),
+    derive(EnumString, IntoStaticStr, VariantNames)
+)]
 enum InboundWire {
     #[serde(rename = "order.placed")]
     #[strum_discriminants(strum(serialize = "order.placed"))]

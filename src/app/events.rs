@@ -108,9 +108,9 @@ pub(super) async fn write_change<T>(
         from: Some(change.from),
         to: order.status,
     };
-    if let Inserted::Taken = write_history(conn, &written, &order, transfer_id, cause).await? {
+    let Inserted::New(()) = write_history(conn, &written, &order, transfer_id, cause).await? else {
         return Ok(Attempt::Lost);
-    }
+    };
     write_events(conn, &change.events, &order).await?;
     Ok(Attempt::Applied(value(order), written))
 }

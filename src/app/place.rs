@@ -53,9 +53,9 @@ impl Command for Place {
             from: None,
             to: order.status,
         };
-        if let Inserted::Taken = write_history(conn, &written, &order, None, cause).await? {
+        let Inserted::New(()) = write_history(conn, &written, &order, None, cause).await? else {
             return Ok(Attempt::Lost);
-        }
+        };
         write_events(conn, &[EventType::OrderCreated], &order).await?;
         Ok(Attempt::Applied(order, written))
     }
