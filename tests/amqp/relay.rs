@@ -189,7 +189,12 @@ async fn while_the_broker_is_unreachable_events_wait_and_are_all_published_after
     for _ in 0..10 {
         orders.push(place(&h.app, 1000).await);
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The relay came back for the broker after the rows were committed, and was turned away.
+    let attempts = proxy.turned_away();
+    eventually("the relay to try the broker again", WAIT, || async {
+        (proxy.turned_away() > attempts).then_some(())
+    })
+    .await;
     assert_eq!(unpublished(&h).await, 10, "rows wait in the outbox");
     assert!(h.drain(&queue).await.is_empty());
 
