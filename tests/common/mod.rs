@@ -6,8 +6,9 @@
 //! whereas our tests build the application over a pool sized for them (up to 70 connections)
 //! and need the database's URL (to reach it through a proxy, or to lock rows from a connection
 //! of their own). The helper is three small pieces:
-//! - [`TestDb::create`] makes `order_service_test_<unix seconds>_<random>` and migrates it as
-//!   the service does on start ([`store::prepare_database`]).
+//! - [`TestDb::create`] makes `order_service_test_<unix seconds>_<random>` and applies the
+//!   service's migrations ([`store::migrate`]). Its admin work, like the drop's, goes through
+//!   [`patient`] connections: the server may be full for a moment.
 //! - Dropping the [`TestDb`] drops the database, pass or fail: one
 //!   `DROP DATABASE … WITH (FORCE)` on a thread and runtime of its own, because the drop may run
 //!   inside the test's runtime (even while a panic unwinds), which cannot drive I/O meanwhile.
@@ -20,7 +21,7 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sqlx::postgres::PgPoolOptions;
-use sqlx::{Connection, Executor, PgConnection, PgPool};
+use sqlx::{Executor, PgPool};
 use tokio::sync::OnceCell;
 
 use order_service::config::AmqpConfig;
@@ -55,12 +56,30 @@ impl TestDb {
         let random = getrandom::u64().expect("randomness");
         let name = format!("{PREFIX}{}_{random:016x}", unix_seconds());
         let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-        let options = store::connect_options(&url, lock_timeout).expect("valid url");
-        store::prepare_database(&options)
+        let admin = patient(ADMIN_URL).await.expect("connect as admin");
+        let create = format!("CREATE DATABASE \"{name}\"");
+        admin
+            .execute(sqlx::AssertSqlSafe(create))
             .await
-            .expect("create and migrate the test database");
-        let pool = store::pool(options, max_connections);
-        Self { pool, name, url }
+            .expect("create the test database");
+        admin.close().await;
+        let options = store::connect_options(&url, lock_timeout).expect("valid url");
+        // From here on, a panic drops the database with `db`.
+        let db = Self {
+            pool: store::pool(options, max_connections),
+            name,
+            url,
+        };
+        let migrator = patient(&db.url)
+            .await
+            .expect("connect to the test database");
+        let mut connection = migrator.acquire().await.expect("a connection");
+        store::migrate(&mut connection)
+            .await
+            .expect("migrate the test database");
+        drop(connection);
+        migrator.close().await;
+        db
     }
 
     /// A database with a pool of 24 connections.
@@ -90,14 +109,19 @@ impl Drop for TestDb {
     }
 }
 
-async fn drop_database(name: &str) -> Result<(), sqlx::Error> {
-    // A pool of one rather than a bare connection: its connect waits out a server that is
-    // momentarily at max_connections (sqlx retries "too many clients" until the acquire timeout).
-    let admin = PgPoolOptions::new()
+/// A pool of one connection rather than a bare one: its connect waits out a server that is
+/// momentarily at max_connections (sqlx retries "too many clients" until the acquire timeout),
+/// as it may be while tests beside this one, or other suites on the machine, hold many.
+async fn patient(url: &str) -> Result<PgPool, sqlx::Error> {
+    PgPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(Duration::from_secs(30))
-        .connect(ADMIN_URL)
-        .await?;
+        .connect(url)
+        .await
+}
+
+async fn drop_database(name: &str) -> Result<(), sqlx::Error> {
+    let admin = patient(ADMIN_URL).await?;
     let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
     let dropped = admin.execute(sqlx::AssertSqlSafe(sql)).await;
     admin.close().await;
@@ -108,13 +132,13 @@ async fn drop_database(name: &str) -> Result<(), sqlx::Error> {
 /// Drops the test databases created more than [`LEFTOVER_AGE`] ago. Without FORCE, a database
 /// someone is still connected to is refused and stays.
 async fn drop_leftovers() {
-    let Ok(mut admin) = PgConnection::connect(ADMIN_URL).await else {
+    let Ok(admin) = patient(ADMIN_URL).await else {
         return;
     };
     let names: Vec<String> = sqlx::query_scalar(
         "SELECT datname FROM pg_database WHERE starts_with(datname, 'order_service_test_')",
     )
-    .fetch_all(&mut admin)
+    .fetch_all(&admin)
     .await
     .unwrap_or_default();
     for name in names {
@@ -128,7 +152,7 @@ async fn drop_leftovers() {
             let _ = admin.execute(sqlx::AssertSqlSafe(sql)).await;
         }
     }
-    let _ = admin.close().await;
+    admin.close().await;
 }
 
 fn unix_seconds() -> u64 {
