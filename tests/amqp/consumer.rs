@@ -1,13 +1,10 @@
 //! Inbound events drive the same transitions as the REST API: applied once however often they
 //! arrive, retried while premature, dead-lettered when they can never apply.
 
-use std::time::Duration;
-
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::eventually;
-use crate::helpers::{Harness, WAIT, test_config};
+use crate::helpers::{Harness, test_config};
 
 #[tokio::test]
 async fn each_event_type_is_applied_end_to_end() {
@@ -119,14 +116,7 @@ async fn a_payment_before_its_order_is_retried_and_finally_applied() {
     let order = Uuid::new_v4();
 
     h.pay("early", order, "t-1", 1000).await;
-    // Give the payment time to be tried and parked in the retry path.
-    eventually("the payment to be parked for retry", WAIT, || async {
-        let parked = h
-            .ready_count(&h.topology.retry_queue(h.config.retry_delay(1)))
-            .await;
-        (parked == 1).then_some(())
-    })
-    .await;
+    h.wait_until_retried(1).await;
     h.place("late", order, 1000).await;
 
     assert_eq!(
@@ -145,7 +135,7 @@ async fn a_shipment_before_payment_is_applied_once_the_payment_arrives() {
     h.wait_for_status(order, "PENDING_PAYMENT").await;
 
     h.ship("early-shipment", order, "TRACK-1").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.wait_until_retried(1).await;
     h.pay("payment", order, "t-1", 1000).await;
 
     assert_eq!(

@@ -2,7 +2,6 @@
 //! away: nothing is applied twice, nothing is lost.
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use lapin::options::{BasicGetOptions, BasicRejectOptions};
 use order_service::amqp::apply;
@@ -154,7 +153,11 @@ async fn while_postgres_is_unreachable_nothing_is_acked_and_work_resumes_after()
         (h.ready_count(&h.topology.inbox).await == 0).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // A second attempt at Postgres means the first failed and the consumer chose to try again.
+    eventually("the consumer to try Postgres twice", WAIT, || async {
+        (proxy.turned_away() >= 2).then_some(())
+    })
+    .await;
     assert_eq!(h.db.count("transfers").await, 0);
     assert!(
         h.take_dead_letters().await.is_empty(),

@@ -93,13 +93,27 @@ impl Harness {
         self.settled.iter().map(Settled::count).sum()
     }
 
+    /// Of those, the deliveries parked in the retry path (each comes back once more).
+    pub fn retried(&self) -> u64 {
+        self.settled.iter().map(Settled::retried).sum()
+    }
+
     /// Waits until all `published` messages went through, including every trip through the
     /// retry path (each retry is one more delivery to settle).
     pub async fn wait_until_drained(&self, published: u64) {
         eventually(&format!("{published} messages to drain"), WAIT, || async {
-            let retried: u64 = self.settled.iter().map(Settled::retried).sum();
-            (self.settled() >= published + retried).then_some(())
+            (self.settled() >= published + self.retried()).then_some(())
         })
+        .await;
+    }
+
+    /// Waits until `n` deliveries were found premature and parked in the retry path.
+    pub async fn wait_until_retried(&self, n: u64) {
+        eventually(
+            &format!("{n} deliveries to be parked for retry"),
+            WAIT,
+            || async { (self.retried() >= n).then_some(()) },
+        )
         .await;
     }
 

@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use order_service::amqp::relay::prune;
 use order_service::app::App;
@@ -82,6 +81,33 @@ async fn unpublished(h: &Harness) -> i64 {
     outbox::backlog(&h.db.pool).await.unwrap()
 }
 
+async fn wait_until_every_row_is_marked(h: &Harness) {
+    eventually("every row to be marked", WAIT, || async {
+        (unpublished(h).await == 0).then_some(())
+    })
+    .await;
+}
+
+/// Asserts that the relay publishes nothing more of what it already sent. Once every row is
+/// marked, a fresh event (a sentinel order) goes out in a later batch, after anything the relay
+/// could still send twice: so nothing may arrive before it.
+async fn assert_nothing_more_is_published(h: &Harness, queue: &str) {
+    wait_until_every_row_is_marked(h).await;
+    let sentinel = place(&h.app, 1).await;
+    let next: Vec<_> = h
+        .receive(queue, 1)
+        .await
+        .into_iter()
+        .map(|m| (m.routing_key, m.body["data"]["id"].clone()))
+        .collect();
+    assert_eq!(
+        next,
+        [("order.created".to_owned(), json!(sentinel.as_uuid()))],
+        "nothing published twice"
+    );
+    wait_until_every_row_is_marked(h).await;
+}
+
 #[tokio::test]
 async fn each_change_is_published_once_with_the_documented_envelope() {
     let mut h = Harness::start().await;
@@ -96,8 +122,8 @@ async fn each_change_is_published_once_with_the_documented_envelope() {
     h.spawn_relay(crate::common::AMQP_URL, relay_config());
 
     let messages = h.receive(&queue, 7).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(h.drain(&queue).await.is_empty(), "no message twice");
+    assert_eq!(messages.len(), 7, "no message twice");
+    assert_nothing_more_is_published(&h, &queue).await;
 
     let of = |order: OrderId| -> Vec<&str> {
         messages
@@ -160,10 +186,10 @@ async fn a_transaction_that_rolls_back_publishes_nothing() {
     h.spawn_relay(crate::common::AMQP_URL, relay_config());
 
     let messages = h.receive(&queue, 1).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(h.drain(&queue).await.is_empty());
+    assert_eq!(messages.len(), 1);
     assert_eq!(messages[0].routing_key, "order.created");
     assert_eq!(h.db.count("outbox").await, 1);
+    assert_nothing_more_is_published(&h, &queue).await;
 }
 
 #[tokio::test]
@@ -189,20 +215,21 @@ async fn while_the_broker_is_unreachable_events_wait_and_are_all_published_after
     for _ in 0..10 {
         orders.push(place(&h.app, 1000).await);
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The relay came back for the broker after the rows were committed, and was turned away.
+    let attempts = proxy.turned_away();
+    eventually("the relay to try the broker again", WAIT, || async {
+        (proxy.turned_away() > attempts).then_some(())
+    })
+    .await;
     assert_eq!(unpublished(&h).await, 10, "rows wait in the outbox");
     assert!(h.drain(&queue).await.is_empty());
 
     proxy.restore();
     let messages = h.receive(&queue, 10).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(h.drain(&queue).await.is_empty(), "none twice");
+    assert_eq!(messages.len(), 10, "none twice");
     let ids: HashSet<_> = messages.iter().map(|m| m.message_id.clone()).collect();
     assert_eq!(ids.len(), 10);
-    eventually("every row to be marked", WAIT, || async {
-        (unpublished(&h).await == 0).then_some(())
-    })
-    .await;
+    assert_nothing_more_is_published(&h, &queue).await;
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ use order_service::http::{self, ApiState};
 use order_service::telemetry;
 
 pub use crate::common::ADMIN_URL;
-use crate::common::TestDb;
+use crate::common::{TestDb, eventually};
 
 pub struct TestApp {
     pub router: Router,
@@ -325,6 +325,26 @@ impl TestApp {
             .fetch_all(&self.pool)
             .await
             .expect("read outbox")
+    }
+
+    /// Waits until `n` sessions of this test's database are blocked on a lock: requests queued
+    /// behind a row or key that another transaction holds.
+    pub async fn wait_for_lock_waits(&self, n: i64) {
+        eventually(
+            &format!("{n} sessions to wait on a lock"),
+            Duration::from_secs(10),
+            || async {
+                let waiting: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                )
+                .fetch_one(&self.pool)
+                .await
+                .expect("read pg_stat_activity");
+                (waiting >= n).then_some(())
+            },
+        )
+        .await;
     }
 }
 

@@ -540,11 +540,11 @@ async fn a_key_reused_for_another_payment_while_the_first_is_in_flight_is_422() 
     );
     let first = app.post(&path, "K", &hundred);
     let second = async {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        app.wait_for_lock_waits(1).await;
         // Same key, same transfer, another amount: it waits on the first one's ledger row.
         let second = app.post(&path, "K", &fifty);
         let release = async {
-            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            app.wait_for_lock_waits(2).await;
             lock.rollback().await.unwrap();
         };
         tokio::join!(second, release).0

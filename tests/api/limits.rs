@@ -43,24 +43,6 @@ async fn lock_order(app: &TestApp, order: Uuid) -> sqlx::PgConnection {
     connection
 }
 
-/// Waits until a request of the app is blocked on a row lock (so it holds its slot).
-async fn wait_for_a_lock_wait(app: &TestApp) {
-    for _ in 0..200 {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-        if waiting > 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no request started waiting for the row lock");
-}
-
 async fn unlock(mut connection: sqlx::PgConnection) {
     sqlx::query("ROLLBACK")
         .execute(&mut connection)
@@ -89,7 +71,7 @@ async fn requests_beyond_the_concurrency_cap_are_shed_with_503_and_retry_after()
     );
     let in_flight = tokio::spawn(async move { router.oneshot(cancel).await.unwrap().status() });
 
-    wait_for_a_lock_wait(&app).await;
+    app.wait_for_lock_waits(1).await;
 
     let shed = app.order(order).await;
     assert_eq!(

@@ -1,12 +1,28 @@
 //! Shared by every integration suite: a database of its own per test, dropped when the test
 //! ends (pass or fail), and a wait helper.
+//!
+//! Why a helper rather than `#[sqlx::test]`: that macro keeps the database of a failed test,
+//! needs `DATABASE_URL` in the test's environment and hands the test a pool of its own sizing,
+//! whereas our tests build the application over a pool sized for them (up to 70 connections)
+//! and need the database's URL (to reach it through a proxy, or to lock rows from a connection
+//! of their own). The helper is three small pieces:
+//! - [`TestDb::create`] makes `order_service_test_<unix seconds>_<random>` and applies the
+//!   service's migrations ([`store::migrate`]). Its admin work, like the drop's, goes through
+//!   [`patient`] connections: the server may be full for a moment.
+//! - Dropping the [`TestDb`] drops the database, pass or fail: one
+//!   `DROP DATABASE … WITH (FORCE)` on a thread and runtime of its own, because the drop may run
+//!   inside the test's runtime (even while a panic unwinds), which cannot drive I/O meanwhile.
+//!   FORCE ends the test's connections server-side, and a pool reconnecting at that moment
+//!   cannot slip in: a new session waits on the lock the drop holds, then finds no database.
+//! - A run that is killed never reaches its drops: the first test of the next run drops what such
+//!   a run left behind (see [`drop_leftovers`]).
 #![allow(dead_code)] // each suite uses its own subset
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use sqlx::postgres::PgConnectOptions;
-use sqlx::{Connection, Executor, PgConnection, PgPool};
-use uuid::Uuid;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{Executor, PgPool};
+use tokio::sync::OnceCell;
 
 use order_service::config::AmqpConfig;
 use order_service::store;
@@ -16,7 +32,14 @@ pub mod proxy;
 pub const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 pub const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 
-/// A freshly created and migrated database.
+/// Every test database's name starts with this, followed by its creation time.
+const PREFIX: &str = "order_service_test_";
+
+/// A test database older than this with nobody connected was left by a killed run. No test runs
+/// this long, so a database still being set up elsewhere is never mistaken for one.
+const LEFTOVER_AGE: Duration = Duration::from_secs(30 * 60);
+
+/// A freshly created and migrated database, dropped with this value.
 pub struct TestDb {
     pub pool: PgPool,
     pub name: String,
@@ -24,18 +47,39 @@ pub struct TestDb {
 }
 
 impl TestDb {
-    /// A database with a pool of up to `max_connections`. Tests run two at a time and the
-    /// server allows 100 connections: the pools of two tests must fit, with room to spare for
-    /// the cleanup's admin connection (a blocked test keeps its pool open while it is dropped).
+    /// A database with a pool of up to `max_connections`. Tests run in parallel and the server
+    /// allows 100 connections: the pools of the tests running side by side must fit.
     pub async fn create_with_pool(lock_timeout: Duration, max_connections: u32) -> Self {
-        let name = format!("order_service_test_{}", Uuid::new_v4().simple());
+        static LEFTOVERS_DROPPED: OnceCell<()> = OnceCell::const_new();
+        LEFTOVERS_DROPPED.get_or_init(drop_leftovers).await;
+
+        let random = getrandom::u64().expect("randomness");
+        let name = format!("{PREFIX}{}_{random:016x}", unix_seconds());
         let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-        let options = store::connect_options(&url, lock_timeout).expect("valid url");
-        store::prepare_database(&options)
+        let admin = patient(ADMIN_URL).await.expect("connect as admin");
+        let create = format!("CREATE DATABASE \"{name}\"");
+        admin
+            .execute(sqlx::AssertSqlSafe(create))
             .await
-            .expect("create and migrate the test database");
-        let pool = store::pool(options, max_connections);
-        Self { pool, name, url }
+            .expect("create the test database");
+        admin.close().await;
+        let options = store::connect_options(&url, lock_timeout).expect("valid url");
+        // From here on, a panic drops the database with `db`.
+        let db = Self {
+            pool: store::pool(options, max_connections),
+            name,
+            url,
+        };
+        let migrator = patient(&db.url)
+            .await
+            .expect("connect to the test database");
+        let mut connection = migrator.acquire().await.expect("a connection");
+        store::migrate(&mut connection)
+            .await
+            .expect("migrate the test database");
+        drop(connection);
+        migrator.close().await;
+        db
     }
 
     /// A database with a pool of 24 connections.
@@ -54,27 +98,68 @@ impl TestDb {
 }
 
 impl Drop for TestDb {
-    /// Drops the database even when the test panicked. The pool belongs to the test's runtime,
-    /// which this blocks, so it is not awaited: `WITH (FORCE)` ends its connections server-side.
+    /// Runs on a test's way out, pass or panic: see the module doc.
     fn drop(&mut self) {
         let name = self.name.clone();
         block_on_detached(async move {
-            let options: PgConnectOptions = ADMIN_URL.parse().expect("admin url");
-            // Retried for up to 30 s: the server may be at max_connections until a test running
-            // beside this one ends, and a pool
-            // still reconnecting (say, behind a test's proxy) can slip a connection in between
-            // FORCE's terminations and the drop.
-            for _ in 0..120 {
-                if let Ok(mut admin) = PgConnection::connect_with(&options).await {
-                    let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
-                    if admin.execute(sqlx::AssertSqlSafe(sql)).await.is_ok() {
-                        return;
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
+            if let Err(error) = drop_database(&name).await {
+                eprintln!("test database {name} not dropped ({error}); the next run drops it");
             }
         });
     }
+}
+
+/// A pool of one connection rather than a bare one: its connect waits out a server that is
+/// momentarily at max_connections (sqlx retries "too many clients" until the acquire timeout),
+/// as it may be while tests beside this one, or other suites on the machine, hold many.
+async fn patient(url: &str) -> Result<PgPool, sqlx::Error> {
+    PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect(url)
+        .await
+}
+
+async fn drop_database(name: &str) -> Result<(), sqlx::Error> {
+    let admin = patient(ADMIN_URL).await?;
+    let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+    let dropped = admin.execute(sqlx::AssertSqlSafe(sql)).await;
+    admin.close().await;
+    dropped?;
+    Ok(())
+}
+
+/// Drops the test databases created more than [`LEFTOVER_AGE`] ago. Without FORCE, a database
+/// someone is still connected to is refused and stays.
+async fn drop_leftovers() {
+    let Ok(admin) = patient(ADMIN_URL).await else {
+        return;
+    };
+    let names: Vec<String> = sqlx::query_scalar(
+        "SELECT datname FROM pg_database WHERE starts_with(datname, 'order_service_test_')",
+    )
+    .fetch_all(&admin)
+    .await
+    .unwrap_or_default();
+    for name in names {
+        let created = name
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.split('_').next())
+            .and_then(|seconds| seconds.parse::<u64>().ok());
+        // Names without a creation time are not ours to judge.
+        if created.is_some_and(|at| unix_seconds().saturating_sub(at) > LEFTOVER_AGE.as_secs()) {
+            let sql = format!("DROP DATABASE IF EXISTS \"{name}\"");
+            let _ = admin.execute(sqlx::AssertSqlSafe(sql)).await;
+        }
+    }
+    admin.close().await;
+}
+
+fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("the clock is past 1970")
+        .as_secs()
 }
 
 /// Runs `work` to completion on a runtime of its own, in a thread of its own: for cleanup in

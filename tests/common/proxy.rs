@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -12,6 +12,7 @@ use tokio::sync::watch;
 pub struct Proxy {
     pub port: u16,
     up: Arc<AtomicBool>,
+    turned_away: Arc<AtomicU64>,
     cut: watch::Sender<u64>,
 }
 
@@ -22,11 +23,14 @@ impl Proxy {
         let port = listener.local_addr().expect("local addr").port();
         let up = Arc::new(AtomicBool::new(true));
         let (cut, _) = watch::channel(0u64);
+        let turned_away = Arc::new(AtomicU64::new(0));
         let accepting = up.clone();
+        let refusals = turned_away.clone();
         let cuts = cut.clone();
         tokio::spawn(async move {
             while let Ok((mut client, _)) = listener.accept().await {
                 if !accepting.load(Ordering::SeqCst) {
+                    refusals.fetch_add(1, Ordering::SeqCst);
                     drop(client);
                     continue;
                 }
@@ -42,7 +46,12 @@ impl Proxy {
                 });
             }
         });
-        Self { port, up, cut }
+        Self {
+            port,
+            up,
+            turned_away,
+            cut,
+        }
     }
 
     /// Drops every open connection and refuses new ones until [`Proxy::restore`].
@@ -53,5 +62,11 @@ impl Proxy {
 
     pub fn restore(&self) {
         self.up.store(true, Ordering::SeqCst);
+    }
+
+    /// Connections refused while severed: each one is the client trying to reach the target
+    /// again, which a test can wait for instead of sleeping through the outage.
+    pub fn turned_away(&self) -> u64 {
+        self.turned_away.load(Ordering::SeqCst)
     }
 }
