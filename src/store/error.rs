@@ -48,7 +48,10 @@ impl From<sqlx::Error> for StoreError {
                 (Some("53300"), _) => StoreError::Unavailable,
                 _ => StoreError::Unexpected,
             },
+            // A connection whose first bytes are not Postgres' (say, a proxy or load balancer
+            // in front of a server that is down) is an outage, not a fault of the command.
             sqlx::Error::Io(_)
+            | sqlx::Error::Protocol(_)
             | sqlx::Error::Tls(_)
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed

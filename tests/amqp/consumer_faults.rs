@@ -158,6 +158,11 @@ async fn while_postgres_is_unreachable_nothing_is_acked_and_work_resumes_after()
         (proxy.turned_away() >= 2).then_some(())
     })
     .await;
+    assert_eq!(
+        h.settled(),
+        1,
+        "only the placement is settled: the payment is held, not sent round the retry path"
+    );
     assert_eq!(h.db.count("transfers").await, 0);
     assert!(
         h.take_dead_letters().await.is_empty(),

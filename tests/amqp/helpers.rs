@@ -37,7 +37,7 @@ pub struct Harness {
     extra_queues: Vec<String>,
 }
 
-/// The defaults of DESIGN.md §3 with names unique to one test.
+/// The default AMQP settings (README "Configuration") with names unique to one test.
 pub fn test_config() -> AmqpConfig {
     amqp_config(&format!("test-{}", Uuid::new_v4().simple()))
 }

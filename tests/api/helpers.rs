@@ -308,7 +308,7 @@ impl TestApp {
         .expect("read the ledger")
     }
 
-    /// The history, checked against invariant 1 (DESIGN.md §4): one entry per version
+    /// The history, checked against invariant 1 (`docs/contract.md#invariant-1`): one entry per version
     /// `1..=version` of the stored order, each `from` the previous `to`, every status change a
     /// legal one, and no status entered twice.
     pub async fn checked_history(&self, order: Uuid) -> Vec<Value> {

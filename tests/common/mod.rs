@@ -175,7 +175,7 @@ pub fn block_on_detached(work: impl Future<Output = ()> + Send + 'static) {
     .join();
 }
 
-/// The AMQP settings of DESIGN.md §3 with every name under `prefix`, so that a test (or a chaos
+/// The default AMQP settings (README "Configuration") with every name under `prefix`, so that a test (or a chaos
 /// run) owns its exchanges and queues.
 pub fn amqp_config(prefix: &str) -> AmqpConfig {
     AmqpConfig {
