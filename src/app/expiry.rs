@@ -41,11 +41,7 @@ impl App {
             ..Sweep::default()
         };
         for order_id in overdue {
-            let command = StatusChange {
-                order_id,
-                if_match: None,
-                decide: |order: &Order| order.expire(),
-            };
+            let command = StatusChange::new(order_id, None, |order: &Order| order.expire());
             match run(&self.pool, &command, &Cause::Timer).await {
                 Ok(Outcome::Applied(_)) => sweep.expired += 1,
                 Ok(Outcome::AlreadyApplied(_) | Outcome::Replayed(_))

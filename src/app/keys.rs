@@ -3,7 +3,8 @@
 use sqlx::PgConnection;
 
 use super::AppError;
-use crate::domain::Cause;
+use crate::domain::{Cause, Order};
+use crate::store::orders;
 use crate::store::transitions::{self, KeyedChange};
 
 /// The committed change that holds this request's key, if any. A key held by a request with
@@ -25,4 +26,14 @@ pub(super) async fn prior_change(
         Some(_) => Err(AppError::KeyReused),
         None => Ok(None),
     }
+}
+
+/// The order a request's key already changed, as it is now: what a replay answers with.
+pub(super) async fn keyed_order(
+    conn: &mut PgConnection,
+    prior: &KeyedChange,
+) -> Result<Order, AppError> {
+    orders::find(conn, prior.order_id)
+        .await?
+        .ok_or(AppError::Invariant("a keyed change's order has no row"))
 }

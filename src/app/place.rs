@@ -5,6 +5,7 @@ use chrono::Utc;
 use sqlx::PgConnection;
 
 use super::events::{write_events, write_history};
+use super::keys::keyed_order;
 use super::runner::{Attempt, Command, Written, run};
 use super::{App, AppError, Outcome};
 use crate::domain::{Cause, Decision, EventType, NewOrder, Order, TransitionKind};
@@ -65,8 +66,6 @@ impl Command for Place {
         conn: &mut PgConnection,
         prior: &KeyedChange,
     ) -> Result<Order, AppError> {
-        orders::find(conn, prior.order_id)
-            .await?
-            .ok_or(AppError::Invariant("a keyed order has no row"))
+        keyed_order(conn, prior).await
     }
 }

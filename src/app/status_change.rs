@@ -4,6 +4,7 @@
 use sqlx::PgConnection;
 
 use super::events::write_change;
+use super::keys::keyed_order;
 use super::runner::{Attempt, Command, run};
 use super::{App, AppError, Outcome};
 use crate::domain::{BoundedText, Cause, Decision, DomainError, Order, OrderId, Shipment, Version};
@@ -18,12 +19,13 @@ impl App {
         if_match: Option<Version>,
         cause: &Cause,
     ) -> Result<Outcome<Order>, AppError> {
-        let command = StatusChange {
-            order_id,
-            if_match,
-            decide: |order: &Order| order.ship(shipment),
-        };
-        run(&self.pool, &command, cause).await
+        let decide = |order: &Order| order.ship(shipment);
+        run(
+            &self.pool,
+            &StatusChange::new(order_id, if_match, decide),
+            cause,
+        )
+        .await
     }
 
     pub async fn cancel(
@@ -33,20 +35,31 @@ impl App {
         if_match: Option<Version>,
         cause: &Cause,
     ) -> Result<Outcome<Order>, AppError> {
-        let command = StatusChange {
-            order_id,
-            if_match,
-            decide: |order: &Order| order.cancel(reason),
-        };
-        run(&self.pool, &command, cause).await
+        let decide = |order: &Order| order.cancel(reason);
+        run(
+            &self.pool,
+            &StatusChange::new(order_id, if_match, decide),
+            cause,
+        )
+        .await
     }
 }
 
 /// A change of one order's status that the domain decides from the order as read.
 pub(super) struct StatusChange<F> {
-    pub order_id: OrderId,
-    pub if_match: Option<Version>,
-    pub decide: F,
+    order_id: OrderId,
+    if_match: Option<Version>,
+    decide: F,
+}
+
+impl<F> StatusChange<F> {
+    pub(super) fn new(order_id: OrderId, if_match: Option<Version>, decide: F) -> Self {
+        Self {
+            order_id,
+            if_match,
+            decide,
+        }
+    }
 }
 
 impl<F> Command for StatusChange<F>
@@ -90,8 +103,6 @@ where
         conn: &mut PgConnection,
         prior: &KeyedChange,
     ) -> Result<Order, AppError> {
-        orders::find(conn, prior.order_id)
-            .await?
-            .ok_or(AppError::NotFound(prior.order_id))
+        keyed_order(conn, prior).await
     }
 }

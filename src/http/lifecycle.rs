@@ -6,7 +6,7 @@ use axum::response::Response;
 
 use super::dto::{CancelRequest, HistoryList, ShipRequest};
 use super::extract::{Caller, IfMatch, Mutation, OrderPath};
-use super::problem::Problem;
+use super::problem::{CommandProblems, Problem};
 use super::respond;
 use super::state::ApiState;
 use crate::app::views::{HistoryEntryView, OrderView};
@@ -29,14 +29,9 @@ use crate::app::views::{HistoryEntryView, OrderView};
         (status = 200, description = "Order shipped (or replayed: see `Idempotent-Replayed`)", body = OrderView,
             headers(("ETag" = String, description = "\"<version>\""),
                     ("Idempotent-Replayed" = String, description = "`true` when nothing changed"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, If-Match, JSON or order id", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Invalid transition, shipped with another shipment, or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "If-Match names another version; nothing changed", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid field, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
+        CommandProblems,
     )
 )]
 pub async fn ship_order(
@@ -47,21 +42,12 @@ pub async fn ship_order(
     request: Mutation<ShipRequest>,
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
-    let shipment = request
-        .body
-        .try_into_domain()
-        .map_err(|e| Problem::validation(e.to_string()))?;
+    let shipment = request.body.try_into_domain()?;
     let outcome = state
         .app
         .ship(order_id, &shipment, if_match, &cause)
         .await?;
-    let order = outcome.value();
-    Ok(respond::command(
-        StatusCode::OK,
-        &outcome,
-        order,
-        OrderView::from(order),
-    ))
+    Ok(respond::order(StatusCode::OK, &outcome))
 }
 
 /// Cancel a pending order.
@@ -82,14 +68,9 @@ pub async fn ship_order(
         (status = 200, description = "Order cancelled (or replayed: see `Idempotent-Replayed`)", body = OrderView,
             headers(("ETag" = String, description = "\"<version>\""),
                     ("Idempotent-Replayed" = String, description = "`true` when nothing changed"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, If-Match, JSON or order id", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Invalid transition (already paid or shipped), or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "If-Match names another version; nothing changed", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid field, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
+        CommandProblems,
     )
 )]
 pub async fn cancel_order(
@@ -100,21 +81,12 @@ pub async fn cancel_order(
     request: Mutation<CancelRequest>,
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
-    let reason = request
-        .body
-        .try_into_domain()
-        .map_err(|e| Problem::validation(e.to_string()))?;
+    let reason = request.body.try_into_domain()?;
     let outcome = state
         .app
         .cancel(order_id, &reason, if_match, &cause)
         .await?;
-    let order = outcome.value();
-    Ok(respond::command(
-        StatusCode::OK,
-        &outcome,
-        order,
-        OrderView::from(order),
-    ))
+    Ok(respond::order(StatusCode::OK, &outcome))
 }
 
 /// The order's history: one entry per version, oldest first.
@@ -125,8 +97,6 @@ pub async fn cancel_order(
     params(("id" = uuid::Uuid, Path, description = "The order id")),
     responses(
         (status = 200, description = "The transitions of the order", body = HistoryList),
-        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn order_history(

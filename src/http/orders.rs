@@ -49,10 +49,7 @@ pub async fn place_order(
     request: Mutation<PlaceOrderRequest>,
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
-    let new = request
-        .body
-        .try_into_domain()
-        .map_err(|e| Problem::validation(e.to_string()))?;
+    let new = request.body.try_into_domain()?;
     let outcome = state.app.place(new, &cause).await?;
     let order = outcome.value();
     let response = respond::command(StatusCode::CREATED, &outcome, order, OrderView::from(order));

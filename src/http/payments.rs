@@ -6,7 +6,7 @@ use axum::response::Response;
 
 use super::dto::{LedgerList, PaymentRequest, PaymentResponse, RefundRequest, RefundResponse};
 use super::extract::{Caller, Mutation, OrderPath};
-use super::problem::Problem;
+use super::problem::{CommandProblems, Problem};
 use super::respond;
 use super::state::ApiState;
 use crate::app::views::{LedgerEntryView, OrderView};
@@ -30,13 +30,8 @@ use crate::app::views::{LedgerEntryView, OrderView};
         (status = 201, description = "Payment recorded (or replayed: see `Idempotent-Replayed`)", body = PaymentResponse,
             headers(("ETag" = String, description = "\"<version>\" of the order"),
                     ("Idempotent-Replayed" = String, description = "`true` when nothing new was recorded"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, malformed JSON or order id", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The transfer id was recorded with other content, or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid field, currency other than the order's, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
+        CommandProblems,
     )
 )]
 pub async fn record_payment(
@@ -46,10 +41,7 @@ pub async fn record_payment(
     request: Mutation<PaymentRequest>,
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
-    let payment = request
-        .body
-        .try_into_domain(order_id)
-        .map_err(|e| Problem::validation(e.to_string()))?;
+    let payment = request.body.try_into_domain(order_id)?;
     let outcome = state.app.record_payment(payment, &cause).await?;
     let receipt = outcome.value();
     let body = PaymentResponse {
@@ -85,13 +77,8 @@ pub async fn record_payment(
         (status = 201, description = "Refund recorded (or replayed: see `Idempotent-Replayed`)", body = RefundResponse,
             headers(("ETag" = String, description = "\"<version>\" of the order"),
                     ("Idempotent-Replayed" = String, description = "`true` when nothing new was recorded"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, malformed JSON or order id", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "More than the order holds (`refund-exceeds-balance`), the id was recorded with other content, or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid field, currency other than the order's, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
+        CommandProblems,
     )
 )]
 pub async fn record_refund(
@@ -101,10 +88,7 @@ pub async fn record_refund(
     request: Mutation<RefundRequest>,
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
-    let refund = request
-        .body
-        .try_into_domain(order_id)
-        .map_err(|e| Problem::validation(e.to_string()))?;
+    let refund = request.body.try_into_domain(order_id)?;
     let outcome = state.app.record_refund(refund, &cause).await?;
     let receipt = outcome.value();
     let body = RefundResponse {
@@ -127,8 +111,6 @@ pub async fn record_refund(
     params(("id" = uuid::Uuid, Path, description = "The order id")),
     responses(
         (status = 200, description = "The ledger entries of the order: payments (`in`) and refunds (`out`)", body = LedgerList),
-        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_payments(

@@ -5,6 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::app::Outcome;
+use crate::app::views::OrderView;
 use crate::domain::Order;
 
 pub static IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
@@ -36,6 +37,12 @@ pub fn command<T, B: Serialize>(
         }
     }
     response
+}
+
+/// A command's result whose resource is the order itself (ship, cancel).
+pub fn order(status: StatusCode, outcome: &Outcome<Order>) -> Response {
+    let order = outcome.value();
+    command(status, outcome, order, OrderView::from(order))
 }
 
 pub fn location(mut response: Response, order: &Order) -> Response {
