@@ -39,7 +39,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / "target" / "dockerfile-check"
 SCRATCH = CACHE / "stages"
-CARGO_TARGET = CACHE / "target"
+# DOCKERFILE_CHECK_TARGET_DIR lets CI point the build at its own release target directory, so
+# the dependencies compiled for the earlier steps are reused rather than built a second time.
+CARGO_TARGET = Path(os.environ.get("DOCKERFILE_CHECK_TARGET_DIR", CACHE / "target")).resolve()
 INSTALL_ROOT = CACHE / "cargo-install"
 SKIPPED = {"LABEL", "EXPOSE", "USER", "CMD", "ENTRYPOINT", "HEALTHCHECK", "STOPSIGNAL"}
 
