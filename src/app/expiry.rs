@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
-
 use super::runner::run;
 use super::status_change::StatusChange;
 use super::{App, AppError, Outcome};
@@ -31,11 +29,7 @@ impl App {
     /// their payment. Safe with any number of instances sweeping at once: each cancellation is
     /// a guarded write, so exactly one writer moves an order and the others see it done.
     pub async fn expire_overdue(&self, timeout: Duration, limit: u32) -> Result<Sweep, AppError> {
-        let timeout = chrono::Duration::from_std(timeout)
-            .map_err(|_| AppError::Invariant("the payment timeout is out of range"))?;
-        let overdue =
-            orders::pending_placed_before(&self.pool, Utc::now() - timeout, i64::from(limit))
-                .await?;
+        let overdue = orders::pending_older_than(&self.pool, timeout, i64::from(limit)).await?;
         let mut sweep = Sweep {
             full: overdue.len() >= limit as usize,
             ..Sweep::default()

@@ -171,18 +171,20 @@ pub async fn list(
     .collect()
 }
 
-/// The oldest orders still waiting for payment that were placed before `placed_before`, up to
-/// `limit` of them (the partial index `orders_pending_created_at_idx` serves this).
-pub async fn pending_placed_before(
+/// The oldest orders still waiting for payment that were placed more than `age` ago by the
+/// database's clock (the one that stamped `created_at`), up to `limit` of them; the partial
+/// index `orders_pending_created_at_idx` serves this.
+pub async fn pending_older_than(
     pool: &PgPool,
-    placed_before: DateTime<Utc>,
+    age: std::time::Duration,
     limit: i64,
 ) -> Result<Vec<OrderId>, StoreError> {
+    let age = chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX);
     let ids: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT id FROM orders WHERE status = 'PENDING_PAYMENT' AND created_at < $1 \
-         ORDER BY created_at, id LIMIT $2",
+        "SELECT id FROM orders WHERE status = 'PENDING_PAYMENT' \
+         AND created_at < now() - $1::interval ORDER BY created_at, id LIMIT $2",
     )
-    .bind(placed_before)
+    .bind(age)
     .bind(limit)
     .fetch_all(pool)
     .await?;
