@@ -55,6 +55,17 @@ pub(super) struct Written {
     pub to: OrderStatus,
 }
 
+/// How one attempt ended, as the runner acts on it.
+enum Step<T> {
+    /// The command wrote a change: commit, count it, wake the outbox relays.
+    Applied(T, Written),
+    /// Nothing was written (the effect already existed, or the request's key replays it):
+    /// commit the read-only transaction and answer.
+    Unchanged(Outcome<T>),
+    /// A guard lost a race: roll back and try again.
+    Lost,
+}
+
 /// Runs `command` until it commits or fails for a reason of its own.
 pub(super) async fn run<C: Command>(
     pool: &PgPool,
@@ -67,71 +78,76 @@ pub(super) async fn run<C: Command>(
         let step = match step(&mut tx, command, cause).await {
             Ok(step) => step,
             Err(error) => {
-                if let AppError::Refused { reason, .. } = &error {
-                    let source: &'static str = cause.source().into();
-                    metrics::counter!(
-                        "order_conflicts_total",
-                        "reason" => reason.code(),
-                        "source" => source,
-                    )
-                    .increment(1);
-                }
+                count_refusal(&error, cause);
                 return Err(error);
             }
         };
-        let Some((outcome, written)) = step else {
-            tx.rollback().await?;
-            metrics::counter!("order_write_conflicts_total").increment(1);
-            continue;
-        };
-        tx.commit().await?;
-        match (&outcome, written) {
-            (Outcome::Applied(_), Some(written)) => {
+        match step {
+            Step::Lost => {
+                tx.rollback().await?;
+                metrics::counter!("order_write_conflicts_total").increment(1);
+            }
+            Step::Applied(value, written) => {
+                tx.commit().await?;
                 count_change(&written, cause);
                 // Committed already: a lost wake-up only delays publishing until the relay's
                 // next poll, so it must not fail the command.
                 if let Err(error) = outbox::announce(&mut connection).await {
                     tracing::debug!(%error, "could not wake the outbox relay");
                 }
+                return Ok(Outcome::Applied(value));
             }
-            (Outcome::Replayed(_), _) => {
-                metrics::counter!("idempotent_replays_total").increment(1);
+            Step::Unchanged(outcome) => {
+                tx.commit().await?;
+                if let Outcome::Replayed(_) = outcome {
+                    metrics::counter!("idempotent_replays_total").increment(1);
+                }
+                return Ok(outcome);
             }
-            _ => {}
         }
-        return Ok(outcome);
     }
     Err(AppError::Busy)
 }
 
-/// One attempt in `conn`'s transaction. `None`: lost a race.
+/// One attempt in `conn`'s transaction.
 async fn step<C: Command>(
     conn: &mut PgConnection,
     command: &C,
     cause: &Cause,
-) -> Result<Option<(Outcome<C::Output>, Option<Written>)>, AppError> {
+) -> Result<Step<C::Output>, AppError> {
     if let Some(prior) = prior_change(conn, cause).await? {
         let value = command.replay(conn, &prior).await?;
-        return Ok(Some((Outcome::Replayed(value), None)));
+        return Ok(Step::Unchanged(Outcome::Replayed(value)));
     }
     let attempt = command.attempt(conn, cause).await;
     // An attempt that wrote nothing may have waited for a concurrent twin carrying this
     // request's key (its ledger insert or row lock did): now that the twin committed, its key
     // decides — a replay, or a key reused for another request.
     let unwritten = match attempt {
-        Ok(Attempt::Applied(value, written)) => {
-            return Ok(Some((Outcome::Applied(value), Some(written))));
-        }
-        Ok(Attempt::Lost) => return Ok(None),
+        Ok(Attempt::Applied(value, written)) => return Ok(Step::Applied(value, written)),
+        Ok(Attempt::Lost) => return Ok(Step::Lost),
         Ok(Attempt::AlreadyApplied(value)) => Ok(value),
         Err(error @ AppError::Refused { .. }) => Err(error),
         Err(error) => return Err(error),
     };
     if let Some(prior) = prior_change(conn, cause).await? {
         let value = command.replay(conn, &prior).await?;
-        return Ok(Some((Outcome::Replayed(value), None)));
+        return Ok(Step::Unchanged(Outcome::Replayed(value)));
     }
-    unwritten.map(|value| Some((Outcome::AlreadyApplied(value), None)))
+    unwritten.map(|value| Step::Unchanged(Outcome::AlreadyApplied(value)))
+}
+
+/// Counts a command the domain refused, by reason and by the door it came through.
+fn count_refusal(error: &AppError, cause: &Cause) {
+    if let AppError::Refused { reason, .. } = error {
+        let source: &'static str = cause.source().into();
+        metrics::counter!(
+            "order_conflicts_total",
+            "reason" => reason.code(),
+            "source" => source,
+        )
+        .increment(1);
+    }
 }
 
 fn count_change(written: &Written, cause: &Cause) {
