@@ -14,3 +14,4 @@ mod ops;
 mod orders;
 mod payments;
 mod races;
+mod refunds;
