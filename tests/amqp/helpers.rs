@@ -259,6 +259,15 @@ impl Harness {
         .await;
     }
 
+    pub async fn refund(&self, event_id: &str, order: Uuid, refund_id: &str, amount: i64) {
+        self.publish(
+            event_id,
+            "refund.succeeded",
+            json!({"order_id": order, "refund_id": refund_id, "amount_minor": amount, "currency": "EUR"}),
+        )
+        .await;
+    }
+
     pub async fn ship(&self, event_id: &str, order: Uuid, tracking: &str) {
         self.publish(
             event_id,
@@ -284,6 +293,40 @@ impl Harness {
             .fetch_optional(&self.db.pool)
             .await
             .expect("read order")
+    }
+
+    /// The order's `(paid_minor, refunded_minor, refund_required)`, if it exists.
+    pub async fn order_money(&self, order: Uuid) -> Option<(i64, i64, bool)> {
+        sqlx::query_as(
+            "SELECT paid_minor, refunded_minor, refund_required FROM orders WHERE id = $1",
+        )
+        .bind(order)
+        .fetch_optional(&self.db.pool)
+        .await
+        .expect("read order")
+    }
+
+    /// Waits until the order has `refunded` refunded; returns its money as
+    /// [`Harness::order_money`] does.
+    pub async fn wait_for_refunded(&self, order: Uuid, refunded: i64) -> (i64, i64, bool) {
+        eventually(
+            &format!("order {order} to have {refunded} refunded"),
+            WAIT,
+            || async { self.order_money(order).await.filter(|m| m.1 == refunded) },
+        )
+        .await
+    }
+
+    /// The order's ledger rows: `(transfer_id, direction, amount_minor, source)`, oldest first.
+    pub async fn transfers(&self, order: Uuid) -> Vec<(String, String, i64, String)> {
+        sqlx::query_as(
+            "SELECT transfer_id, direction, amount_minor, source FROM transfers \
+             WHERE order_id = $1 ORDER BY received_at, transfer_id",
+        )
+        .bind(order)
+        .fetch_all(&self.db.pool)
+        .await
+        .expect("read the ledger")
     }
 
     /// Waits until the order is in `status`.

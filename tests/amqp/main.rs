@@ -5,4 +5,5 @@ mod common;
 mod consumer;
 mod consumer_faults;
 mod helpers;
+mod refunds;
 mod relay;

@@ -318,6 +318,60 @@ impl TestApp {
         history
     }
 
+    pub async fn refund(&self, order: Uuid, key: &str, body: &Value) -> TestResponse {
+        self.post(&format!("/v1/orders/{order}/refunds"), key, body)
+            .await
+    }
+
+    /// Records a EUR refund under this refund id with a fresh key; asserts 201.
+    pub async fn refunded(&self, order: Uuid, refund_id: &str, amount: i64) -> TestResponse {
+        let response = self
+            .refund(order, &unique_key(), &refund_body(refund_id, amount, "EUR"))
+            .await;
+        assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+        response
+    }
+
+    /// The order's money as stored, checked against the ledger: `paid_minor` and
+    /// `refunded_minor` must equal the sums of its incoming and outgoing rows.
+    pub async fn checked_money(&self, order: Uuid) -> MoneyRow {
+        let money: MoneyRow = sqlx::query_as(
+            "SELECT paid_minor, refunded_minor, refund_required FROM orders WHERE id = $1",
+        )
+        .bind(order)
+        .fetch_one(&self.pool)
+        .await
+        .expect("read the order's money");
+        let (paid_in, refunded_out): (i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(sum(amount_minor) FILTER (WHERE direction = 'in'), 0)::bigint, \
+                    COALESCE(sum(amount_minor) FILTER (WHERE direction = 'out'), 0)::bigint \
+             FROM transfers WHERE order_id = $1",
+        )
+        .bind(order)
+        .fetch_one(&self.pool)
+        .await
+        .expect("sum the ledger");
+        assert_eq!(
+            (money.paid_minor, money.refunded_minor),
+            (paid_in, refunded_out),
+            "the order row disagrees with its ledger"
+        );
+        money
+    }
+
+    /// The order's ledger rows as stored, with their direction:
+    /// `(transfer_id, direction, amount_minor)`, oldest first.
+    pub async fn directed_transfers(&self, order: Uuid) -> Vec<(String, String, i64)> {
+        sqlx::query_as(
+            "SELECT transfer_id, direction, amount_minor FROM transfers \
+             WHERE order_id = $1 ORDER BY received_at, transfer_id",
+        )
+        .bind(order)
+        .fetch_all(&self.pool)
+        .await
+        .expect("read the ledger")
+    }
+
     /// The event types in the outbox for one order, in insertion order.
     pub async fn outbox_types(&self, order: Uuid) -> Vec<String> {
         sqlx::query_scalar("SELECT event_type FROM outbox WHERE order_id = $1 ORDER BY id")
@@ -354,6 +408,14 @@ pub struct OrderRow {
     pub status: String,
     pub version: i64,
     pub paid_minor: i64,
+    pub refund_required: bool,
+}
+
+/// An order's money as stored: `paid_minor`, `refunded_minor`, `refund_required`.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct MoneyRow {
+    pub paid_minor: i64,
+    pub refunded_minor: i64,
     pub refund_required: bool,
 }
 
@@ -435,4 +497,8 @@ pub fn payment_body(transfer_id: &str, amount: i64, currency: &str) -> Value {
 
 pub fn shipment_body(carrier: &str, tracking: &str) -> Value {
     json!({"carrier": carrier, "tracking_number": tracking})
+}
+
+pub fn refund_body(refund_id: &str, amount: i64, currency: &str) -> Value {
+    json!({"refund_id": refund_id, "amount_minor": amount, "currency": currency})
 }

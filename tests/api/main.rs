@@ -5,6 +5,7 @@ mod common;
 
 mod auth;
 mod bad_input;
+mod expiry;
 mod helpers;
 mod idempotency;
 mod lifecycle;
@@ -14,3 +15,4 @@ mod ops;
 mod orders;
 mod payments;
 mod races;
+mod refunds;

@@ -1,7 +1,7 @@
 //! Placing, reading and listing orders.
 
 use axum::http::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::helpers::{TestApp, order_body, unique_key};
@@ -176,4 +176,162 @@ async fn the_listing_rejects_bad_limits_statuses_and_cursors() {
             .problem(StatusCode::BAD_REQUEST);
     }
     assert_eq!(app.get("/v1/orders?limit=100").await.status, StatusCode::OK);
+}
+
+/// Places an order for `customer` and returns its id.
+async fn placed_for(app: &TestApp, customer: &str) -> Uuid {
+    let response = app
+        .place_order(&unique_key(), &order_body(customer, 100, "EUR"))
+        .await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+    response.body["id"].as_str().unwrap().parse().unwrap()
+}
+
+/// Follows `next` from `path` (a query without `after`) to the last page; returns every order
+/// listed, in order, after checking each page's size and that each order passes `check`.
+async fn every_page(app: &TestApp, path: &str, limit: usize, check: impl Fn(&Value)) -> Vec<Uuid> {
+    let mut seen = vec![];
+    let mut next: Option<String> = None;
+    loop {
+        let page_path = match &next {
+            Some(after) => format!("{path}&limit={limit}&after={after}"),
+            None => format!("{path}&limit={limit}"),
+        };
+        let page = app.get(&page_path).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+        let items = page.body["items"].as_array().unwrap();
+        assert!(items.len() <= limit, "{}", page.text);
+        for item in items {
+            check(item);
+            seen.push(item["id"].as_str().unwrap().parse().unwrap());
+        }
+        match page.body["next"].as_str() {
+            Some(after) => next = Some(after.to_owned()),
+            None => break,
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn the_listing_filters_by_customer_and_pages_through_their_orders_newest_first() {
+    let app = TestApp::spawn().await;
+    let mut alice = vec![];
+    let mut bob = vec![];
+    // Interleaved, so that a page boundary falls between orders of other customers.
+    for i in 0..7 {
+        alice.push(placed_for(&app, "alice").await);
+        if i % 2 == 0 {
+            bob.push(placed_for(&app, "bob").await);
+        }
+        placed_for(&app, "carol").await;
+    }
+    alice.reverse();
+    bob.reverse();
+
+    let listed_alice = every_page(&app, "/v1/orders?customer_id=alice", 3, |order| {
+        assert_eq!(order["customer_id"], "alice");
+    })
+    .await;
+    let listed_bob = every_page(&app, "/v1/orders?customer_id=bob", 3, |order| {
+        assert_eq!(order["customer_id"], "bob");
+    })
+    .await;
+    let nobody = app.get("/v1/orders?customer_id=dave").await;
+
+    assert_eq!(listed_alice, alice);
+    assert_eq!(listed_bob, bob);
+    assert_eq!(nobody.status, StatusCode::OK, "{}", nobody.text);
+    assert_eq!(nobody.body["items"], json!([]));
+    assert!(nobody.body["next"].is_null());
+    let (stored,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM orders WHERE customer_id = 'alice'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(stored, alice.len() as i64);
+}
+
+#[tokio::test]
+async fn the_customer_filter_combines_with_the_status_filter_across_pages() {
+    let app = TestApp::spawn().await;
+    let mut alice_paid = vec![];
+    for i in 0..6 {
+        let order = placed_for(&app, "alice").await;
+        if i % 2 == 0 {
+            app.paid(order, 100).await;
+            alice_paid.push(order);
+        }
+        let other = placed_for(&app, "bob").await;
+        app.paid(other, 100).await;
+    }
+    let alice_cancelled = placed_for(&app, "alice").await;
+    app.cancelled(alice_cancelled, "changed my mind").await;
+    alice_paid.reverse();
+
+    let paid = every_page(
+        &app,
+        "/v1/orders?customer_id=alice&status=PAID",
+        2,
+        |order| {
+            assert_eq!(order["customer_id"], "alice");
+            assert_eq!(order["status"], "PAID");
+        },
+    )
+    .await;
+    let pending = every_page(
+        &app,
+        "/v1/orders?status=PENDING_PAYMENT&customer_id=alice",
+        1,
+        |order| {
+            assert_eq!(order["customer_id"], "alice");
+            assert_eq!(order["status"], "PENDING_PAYMENT");
+        },
+    )
+    .await;
+    let cancelled = app
+        .get("/v1/orders?customer_id=alice&status=CANCELLED")
+        .await;
+    let bob_pending = app
+        .get("/v1/orders?customer_id=bob&status=PENDING_PAYMENT")
+        .await;
+
+    assert_eq!(paid, alice_paid);
+    assert_eq!(pending.len(), 3);
+    let items = cancelled.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{}", cancelled.text);
+    assert_eq!(items[0]["id"], json!(alice_cancelled));
+    assert_eq!(bob_pending.body["items"], json!([]));
+    let (stored,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM orders WHERE customer_id = 'alice' AND status = 'PAID'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(stored, 3);
+}
+
+#[tokio::test]
+async fn an_invalid_customer_id_filter_is_a_400_problem() {
+    let app = TestApp::spawn().await;
+    placed_for(&app, "alice").await;
+    let too_long = "c".repeat(65);
+
+    for query in [
+        "customer_id=".to_owned(),
+        format!("customer_id={too_long}"),
+        "customer_id=al%01ice".to_owned(),
+        "customer_id=alice&status=LOST".to_owned(),
+    ] {
+        let response = app.get(&format!("/v1/orders?{query}")).await;
+        let problem = response.problem(StatusCode::BAD_REQUEST);
+        assert!(
+            problem["type"].as_str().unwrap().ends_with("invalid-query"),
+            "{query}: {problem}"
+        );
+    }
+    let longest = app
+        .get(&format!("/v1/orders?customer_id={}", "c".repeat(64)))
+        .await;
+    assert_eq!(longest.status, StatusCode::OK, "{}", longest.text);
 }
