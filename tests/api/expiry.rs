@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use serde_json::Value;
+use sqlx::Connection;
 use uuid::Uuid;
 
 use order_service::app::{App, Sweep};
@@ -63,6 +64,7 @@ async fn an_unpaid_order_past_the_timeout_is_cancelled_by_the_timer_for_payment_
         Sweep {
             expired: 1,
             settled_meanwhile: 0,
+            busy: 0,
             full: false
         }
     );
@@ -333,4 +335,43 @@ async fn with_no_payment_timeout_the_sweeper_returns_at_once_and_expires_nothing
     let row = app.row(order).await;
     assert_eq!((row.status.as_str(), row.version), ("PENDING_PAYMENT", 1));
     assert_eq!(app.count("order_transitions").await, 1);
+}
+
+#[tokio::test]
+async fn an_order_held_by_a_concurrent_transaction_waits_for_the_next_sweep_and_the_rest_expire() {
+    let app = TestApp::spawn_with_lock_timeout(Duration::from_millis(200)).await;
+    let held = app.placed_order(100).await;
+    let free = app.placed_order(100).await;
+    let mut lock = sqlx::PgConnection::connect(&app.db.url)
+        .await
+        .expect("connect");
+    sqlx::query("BEGIN")
+        .execute(&mut lock)
+        .await
+        .expect("begin");
+    sqlx::query("SELECT 1 FROM orders WHERE id = $1 FOR UPDATE")
+        .bind(held)
+        .execute(&mut lock)
+        .await
+        .expect("hold the row");
+
+    let sweep = app_of(&app)
+        .expire_overdue(Duration::ZERO, LIMIT)
+        .await
+        .expect("a busy order does not fail the sweep");
+
+    assert_eq!((sweep.expired, sweep.busy), (1, 1), "{sweep:?}");
+    assert_eq!(app.row(held).await.status, "PENDING_PAYMENT");
+    assert_expired_by_the_timer(&app, free).await;
+
+    sqlx::query("ROLLBACK")
+        .execute(&mut lock)
+        .await
+        .expect("release");
+    let next = app_of(&app)
+        .expire_overdue(Duration::ZERO, LIMIT)
+        .await
+        .expect("sweep");
+    assert_eq!((next.expired, next.busy), (1, 0), "{next:?}");
+    assert_expired_by_the_timer(&app, held).await;
 }
