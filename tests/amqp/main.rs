@@ -6,3 +6,4 @@ mod consumer;
 mod consumer_faults;
 mod helpers;
 mod relay;
+mod republish;
