@@ -106,12 +106,12 @@ impl Consumer {
     /// One connection's life: declare, consume, and on its end wait for in-flight messages.
     async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
         let connection = connect(&self.url, "order-service consumer").await?;
+        self.topology.declare_inbox_side(&connection).await?;
         let channel = connection.create_channel().await?;
         let publisher = connection.create_channel().await?;
         publisher
             .confirm_select(ConfirmSelectOptions::default())
             .await?;
-        self.topology.declare(&channel).await?;
         channel
             .basic_qos(self.config.prefetch, BasicQosOptions::default())
             .await?;

@@ -54,12 +54,15 @@ impl Harness {
         let connection = connect(AMQP_URL, "order-service tests")
             .await
             .expect("connect");
+        topology
+            .declare_inbox_side(&connection)
+            .await
+            .expect("declare topology");
         let channel = connection.create_channel().await.expect("channel");
         channel
             .confirm_select(ConfirmSelectOptions::default())
             .await
             .expect("confirms");
-        topology.declare(&channel).await.expect("declare topology");
         Self {
             db,
             app,

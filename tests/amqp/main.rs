@@ -4,6 +4,7 @@
 mod common;
 mod consumer;
 mod consumer_faults;
+mod crash_loop;
 mod helpers;
 mod relay;
 mod republish;
