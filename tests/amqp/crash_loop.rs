@@ -218,3 +218,112 @@ async fn an_inbox_declared_without_the_delivery_limit_is_consumed_as_it_is_and_a
         "the policy applies: {line}"
     );
 }
+
+/// The service binary, started over the test's database and topology; `kill -9` on drop.
+struct Service(std::process::Child);
+
+impl Service {
+    fn start(h: &Harness) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let config = &h.config;
+        let child = Command::new(env!("CARGO_BIN_EXE_order-service"))
+            .arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("DATABASE_URL", &h.db.url)
+            .env("AMQP_URL", AMQP_URL)
+            .env("HTTP_ADDR", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "error")
+            .env("DB_MAX_CONNECTIONS", "4")
+            .env("AMQP_INBOUND_EXCHANGE", &config.inbound_exchange)
+            .env("AMQP_INBOX_QUEUE", &config.inbox_queue)
+            .env("AMQP_DEAD_LETTER_EXCHANGE", &config.dead_letter_exchange)
+            .env("AMQP_DEAD_LETTER_QUEUE", &config.dead_letter_queue)
+            .env("AMQP_OUTBOUND_EXCHANGE", &config.outbound_exchange)
+            .env("AMQP_DELIVERY_LIMIT", config.delivery_limit.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start order-service");
+        Self(child)
+    }
+
+    /// SIGKILL: no shutdown, no acknowledgement.
+    fn kill(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_and_the_service_goes_on()
+{
+    let mut config = test_config();
+    config.delivery_limit = 2;
+    let h = Harness::start_with(config).await;
+    let stuck = Uuid::new_v4();
+    h.place("placed", stuck, 1000).await;
+    let service = Service::start(&h);
+    h.wait_for_status(stuck, "PENDING_PAYMENT").await;
+    service.kill();
+
+    // The order row stays locked: its payment can never finish, and each process that takes it
+    // is killed while holding it, as if the message crashed it.
+    let mut lock = h.db.pool.begin().await.expect("begin");
+    sqlx::query("SELECT 1 FROM orders WHERE id = $1 FOR UPDATE")
+        .bind(stuck)
+        .execute(&mut *lock)
+        .await
+        .expect("lock the order");
+    let payment = h
+        .publish(
+            "deadly-payment",
+            "payment.succeeded",
+            serde_json::json!({
+                "order_id": stuck, "transfer_id": "t-1", "amount_minor": 1000, "currency": "EUR"
+            }),
+        )
+        .await;
+    let mut letters = vec![];
+    for kill in 0.. {
+        assert!(kill < 12, "not dead-lettered after {kill} kills");
+        let service = Service::start(&h);
+        eventually("a process to take the payment", WAIT, || async {
+            (h.ready_count(&h.topology.inbox).await == 0).then_some(())
+        })
+        .await;
+        service.kill();
+        // Returned to the inbox, or (past the limit) dead-lettered by the broker.
+        letters = eventually("the payment to come back", WAIT, || async {
+            let letters = take_broker_dead_letters(&h).await;
+            if !letters.is_empty() {
+                return Some(letters);
+            }
+            (h.ready_count(&h.topology.inbox).await == 1).then_some(vec![])
+        })
+        .await;
+        if !letters.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].0, payment);
+    assert_eq!(letters[0].1.as_deref(), Some("delivery_limit"));
+
+    lock.rollback().await.expect("unlock");
+    let _service = Service::start(&h);
+    let later = Uuid::new_v4();
+    h.place("later", later, 500).await;
+    h.wait_for_status(later, "PENDING_PAYMENT").await;
+    assert_eq!(h.db.count("transfers").await, 0);
+}
