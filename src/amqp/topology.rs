@@ -87,10 +87,10 @@ impl Topology {
                 tracing::error!(
                     queue = %self.inbox,
                     "the inbox exists with other arguments than this version declares (an earlier \
-                     version declared it without x-delivery-limit): it is used as it is, and the \
-                     broker will not dead-letter a message that crashes consumers over and over \
-                     until a policy sets the limit: {} (see README \"Upgrading: the inbox \
-                     delivery limit\")",
+                     version declared it without x-delivery-limit): it is used as it is, and \
+                     AMQP_DELIVERY_LIMIT does not apply to it (RabbitMQ 3.x then has no limit, \
+                     4.x its default of 20) until a policy sets the limit: {} (see README \
+                     \"Upgrading: the inbox delivery limit\")",
                     self.policy_command()
                 );
                 let channel = connection.create_channel().await?;
