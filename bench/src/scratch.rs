@@ -138,6 +138,7 @@ impl Scratch {
             outbound_exchange: format!("{prefix}.order-events"),
             prefetch: config::DEFAULT_AMQP_PREFETCH,
             max_attempts: config::DEFAULT_AMQP_MAX_ATTEMPTS,
+            delivery_limit: config::DEFAULT_AMQP_DELIVERY_LIMIT,
             retry_base_ms: config::DEFAULT_AMQP_RETRY_BASE_MS,
             retry_max_ms: config::DEFAULT_AMQP_RETRY_MAX_MS,
         };

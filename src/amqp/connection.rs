@@ -20,13 +20,21 @@ pub enum AmqpError {
     Disconnected,
     #[error("the broker did not confirm in time (is it blocking publishers?)")]
     Timeout,
+    #[error("a message could not be settled (retried, dead-lettered or acknowledged)")]
+    SettleFailed,
 }
 
+/// How long a session must have stayed up for the next reconnect to start again from the
+/// shortest delay: a connection that dies at once (say, on a message that breaks it) backs off.
+pub const STABLE_SESSION: Duration = Duration::from_secs(10);
+
 /// Runs `session` until it ends cleanly or `shutdown` fires. After a failure it lowers `ready`,
-/// waits a growing delay (250 ms doubling to 30 s, from the start again whenever the failed
-/// session had connected, i.e. raised `ready`) and starts a new session. `name` labels the logs.
+/// counts `amqp_reconnects_total{component}`, waits a growing delay (250 ms doubling to 30 s,
+/// from the start again only when the failed session had connected, i.e. raised `ready`, and
+/// stayed up [`STABLE_SESSION`]) and starts a new session. `name` labels the logs.
 pub async fn reconnecting<Fut>(
     name: &str,
+    component: &'static str,
     ready: &Signal,
     shutdown: &CancellationToken,
     mut session: impl FnMut() -> Fut,
@@ -35,13 +43,15 @@ pub async fn reconnecting<Fut>(
 {
     let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(30));
     while !shutdown.is_cancelled() {
+        let started = std::time::Instant::now();
         let Err(error) = session().await else {
             break;
         };
-        if ready.is_ready() {
+        if ready.is_ready() && started.elapsed() >= STABLE_SESSION {
             backoff.reset();
         }
         ready.set(false);
+        metrics::counter!("amqp_reconnects_total", "component" => component).increment(1);
         let delay = backoff.next_delay();
         tracing::warn!(%error, retry_in = ?delay, "{name} disconnected from the broker");
         tokio::select! {

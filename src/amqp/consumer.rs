@@ -24,6 +24,10 @@ use crate::health::Signal;
 pub const ATTEMPT_HEADER: &str = "x-attempt";
 /// Header carrying why a message was dead-lettered (or last retried).
 pub const REASON_HEADER: &str = "x-error-reason";
+/// Header carrying the routing key the message first arrived with.
+pub const ORIGINAL_ROUTING_KEY_HEADER: &str = "x-original-routing-key";
+/// Header saying how many bytes of the original's headers a retry or dead letter left out.
+pub const HEADERS_DROPPED_HEADER: &str = "x-original-headers-dropped";
 
 pub struct Consumer {
     app: App,
@@ -37,11 +41,13 @@ pub struct Consumer {
 
 /// How many deliveries this consumer has settled (acknowledged after applying, retrying or
 /// dead-lettering), and how many of those went to the retry path and will come back. Lets tests
-/// and benchmarks know when a batch is through: `settled == published + retried`.
+/// and benchmarks know when a batch is through: `settled == published + retried`. Also counts
+/// the sessions (connections that started consuming): more than one means it reconnected.
 #[derive(Clone, Default, Debug)]
 pub struct Settled {
     settled: Arc<AtomicU64>,
     retried: Arc<AtomicU64>,
+    sessions: Arc<AtomicU64>,
 }
 
 impl Settled {
@@ -51,6 +57,11 @@ impl Settled {
 
     pub fn retried(&self) -> u64 {
         self.retried.load(Ordering::Relaxed)
+    }
+
+    /// Sessions that started consuming; each one after the first is a reconnect.
+    pub fn sessions(&self) -> u64 {
+        self.sessions.load(Ordering::Relaxed)
     }
 
     pub(super) fn record(&self, outcome: &str) {
@@ -86,7 +97,7 @@ impl Consumer {
 
     /// Consumes until `shutdown`, reconnecting (and re-declaring the topology) after failures.
     pub async fn run(self, shutdown: CancellationToken) {
-        reconnecting("amqp consumer", &self.ready, &shutdown, || {
+        reconnecting("amqp consumer", "consumer", &self.ready, &shutdown, || {
             self.session(&shutdown)
         })
         .await;
@@ -95,12 +106,12 @@ impl Consumer {
     /// One connection's life: declare, consume, and on its end wait for in-flight messages.
     async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
         let connection = connect(&self.url, "order-service consumer").await?;
+        self.topology.declare_inbox_side(&connection).await?;
         let channel = connection.create_channel().await?;
         let publisher = connection.create_channel().await?;
         publisher
             .confirm_select(ConfirmSelectOptions::default())
             .await?;
-        self.topology.declare(&channel).await?;
         channel
             .basic_qos(self.config.prefetch, BasicQosOptions::default())
             .await?;
@@ -114,17 +125,20 @@ impl Consumer {
             )
             .await?;
         self.ready.set(true);
+        self.settled.sessions.fetch_add(1, Ordering::Relaxed);
         tracing::info!(queue = %self.topology.inbox, prefetch = self.config.prefetch, "consuming");
 
         // Cancelled when this session ends, so handlers waiting on the database give up their
         // (then unackable) deliveries instead of holding the reconnect back.
         let session = shutdown.child_token();
+        let broken = CancellationToken::new();
         let worker = Arc::new(Worker {
             app: self.app.clone(),
             publisher,
             config: self.config.clone(),
             topology: self.topology.clone(),
             session: session.clone(),
+            broken: broken.clone(),
             settled: self.settled.clone(),
             max_message_bytes: self.max_message_bytes,
         });
@@ -132,6 +146,7 @@ impl Consumer {
         let ended = loop {
             tokio::select! {
                 () = shutdown.cancelled() => break Ok(()),
+                () = broken.cancelled() => break Err(AmqpError::SettleFailed),
                 next = deliveries.next() => match next {
                     Some(Ok(delivery)) => {
                         let worker = worker.clone();

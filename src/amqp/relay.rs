@@ -73,7 +73,7 @@ impl Relay {
 
     /// Publishes until `shutdown`, reconnecting to the broker with backoff after failures.
     pub async fn run(self, shutdown: CancellationToken) {
-        reconnecting("outbox relay", &self.ready, &shutdown, || async {
+        reconnecting("outbox relay", "relay", &self.ready, &shutdown, || async {
             let ended = self.session(&shutdown).await;
             if ended.is_err() {
                 metrics::counter!("outbox_relay_failures_total").increment(1);

@@ -8,6 +8,14 @@
 //! order-service.dlx (fanout) ──▶ order-service.dead-letter (quorum)   ◀── poison, terminal, exhausted
 //! order-service.events (topic) ◀── outbox relay, routing key = event type
 //! ```
+//!
+//! The inbox carries the crash-loop guard, `x-delivery-limit` (`AMQP_DELIVERY_LIMIT`): a message
+//! the broker delivered that many times without a settlement (the consumer crashed or hung each
+//! time) is dead-lettered by the broker into the same dead-letter exchange, with `x-death`
+//! reason `delivery_limit`. An inbox declared by an earlier version without it cannot be
+//! redeclared with it (the broker refuses with PRECONDITION_FAILED); [`Topology::declare_inbox_side`]
+//! then keeps consuming the inbox as it is and says how to apply the limit with a policy
+//! (README "Upgrading: the inbox delivery limit").
 
 use std::time::Duration;
 
@@ -15,8 +23,9 @@ use lapin::options::{
     ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions,
     QueueDeleteOptions,
 };
+use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
-use lapin::{Channel, ExchangeKind};
+use lapin::{Channel, Connection, ErrorKind, ExchangeKind};
 
 use super::envelope::INBOUND_TYPES;
 use crate::config::AmqpConfig;
@@ -29,6 +38,18 @@ pub struct Topology {
     pub dead_letter_queue: String,
     pub outbound_exchange: String,
     pub retry_delays: Vec<Duration>,
+    /// `x-delivery-limit` of the inbox; 0 declares none (a broker policy may set it instead).
+    pub delivery_limit: u32,
+}
+
+/// How the inbox was found when the topology was declared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inbox {
+    /// Declared (or found) with this configuration's arguments, delivery limit included.
+    AsConfigured,
+    /// Found with other arguments (an earlier version declared it without `x-delivery-limit`, or
+    /// with another limit) and used as it is.
+    Legacy,
 }
 
 impl Topology {
@@ -40,6 +61,7 @@ impl Topology {
             dead_letter_queue: config.dead_letter_queue.clone(),
             outbound_exchange: config.outbound_exchange.clone(),
             retry_delays: config.retry_delays(),
+            delivery_limit: config.delivery_limit,
         }
     }
 
@@ -48,7 +70,56 @@ impl Topology {
         format!("{}.retry.{}ms", self.inbox, delay.as_millis())
     }
 
+    /// Declares every exchange and queue, the inbox with this configuration's arguments; fails
+    /// (and the broker closes `channel`) if the inbox exists with other arguments.
     pub async fn declare(&self, channel: &Channel) -> lapin::Result<()> {
+        self.declare_with(channel, Inbox::AsConfigured).await
+    }
+
+    /// [`Topology::declare`] on a channel of its own; an inbox that exists with other arguments
+    /// (an upgrade from a version without the delivery limit) is used as it is, with an error in
+    /// the log naming the command that applies the limit.
+    pub async fn declare_inbox_side(&self, connection: &Connection) -> lapin::Result<Inbox> {
+        let channel = connection.create_channel().await?;
+        let inbox = match self.declare(&channel).await {
+            Ok(()) => Inbox::AsConfigured,
+            Err(error) if is_precondition_failed(&error) => {
+                tracing::error!(
+                    queue = %self.inbox,
+                    "the inbox exists with other arguments than this version declares (an earlier \
+                     version declared it without x-delivery-limit): it is used as it is, and \
+                     AMQP_DELIVERY_LIMIT does not apply to it (RabbitMQ 3.x then has no limit, \
+                     4.x its default of 20) until a policy sets the limit: {} (see README \
+                     \"Upgrading: the inbox delivery limit\")",
+                    self.policy_command()
+                );
+                let channel = connection.create_channel().await?;
+                self.declare_with(&channel, Inbox::Legacy).await?;
+                let _ = channel.close(200, "declared".into()).await;
+                return Ok(Inbox::Legacy);
+            }
+            Err(error) => return Err(error),
+        };
+        let _ = channel.close(200, "declared".into()).await;
+        Ok(inbox)
+    }
+
+    /// The command that gives an inbox declared without the limit the same crash-loop guard.
+    pub fn policy_command(&self) -> String {
+        let limit = if self.delivery_limit == 0 {
+            crate::config::DEFAULT_AMQP_DELIVERY_LIMIT
+        } else {
+            self.delivery_limit
+        };
+        let pattern = format!("^{}$", self.inbox.replace('.', "\\."));
+        format!(
+            "rabbitmqctl set_policy --apply-to queues {}.delivery-limit '{pattern}' \
+             '{{\"delivery-limit\":{limit}}}'",
+            self.inbox
+        )
+    }
+
+    async fn declare_with(&self, channel: &Channel, inbox: Inbox) -> lapin::Result<()> {
         declare_exchange(channel, &self.inbound_exchange, ExchangeKind::Topic).await?;
         declare_outbound(channel, &self.outbound_exchange).await?;
         declare_exchange(channel, &self.dead_letter_exchange, ExchangeKind::Fanout).await?;
@@ -74,15 +145,22 @@ impl Topology {
             )
             .await?;
 
-        // Anything the broker itself gives up on (a rejected message) still reaches the DLQ.
-        let mut inbox_args = FieldTable::default();
-        inbox_args.insert(
-            "x-dead-letter-exchange".into(),
-            text(&self.dead_letter_exchange),
-        );
-        channel
-            .queue_declare(name(&self.inbox), durable_queue, quorum(inbox_args))
-            .await?;
+        match inbox {
+            Inbox::AsConfigured => {
+                channel
+                    .queue_declare(name(&self.inbox), durable_queue, self.inbox_arguments())
+                    .await?;
+            }
+            Inbox::Legacy => {
+                let existing = QueueDeclareOptions {
+                    passive: true,
+                    ..durable_queue
+                };
+                channel
+                    .queue_declare(name(&self.inbox), existing, FieldTable::default())
+                    .await?;
+            }
+        }
         for routing_key in INBOUND_TYPES {
             channel
                 .queue_bind(
@@ -109,6 +187,23 @@ impl Topology {
                 .await?;
         }
         Ok(())
+    }
+
+    /// Anything the broker itself gives up on (a rejected message, one delivered
+    /// `delivery_limit` times without being settled) still reaches the DLQ.
+    pub fn inbox_arguments(&self) -> FieldTable {
+        let mut args = FieldTable::default();
+        args.insert(
+            "x-dead-letter-exchange".into(),
+            text(&self.dead_letter_exchange),
+        );
+        if self.delivery_limit > 0 {
+            args.insert(
+                "x-delivery-limit".into(),
+                AMQPValue::LongLongInt(i64::from(self.delivery_limit)),
+            );
+        }
+        quorum(args)
     }
 
     /// Removes every queue and exchange of this topology (tests use a topology of their own).
@@ -158,6 +253,14 @@ fn name(value: &str) -> ShortString {
 
 fn text(value: &str) -> AMQPValue {
     AMQPValue::LongString(value.into())
+}
+
+fn is_precondition_failed(error: &lapin::Error) -> bool {
+    matches!(
+        error.kind(),
+        ErrorKind::ProtocolError(e)
+            if matches!(e.kind(), AMQPErrorKind::Soft(AMQPSoftError::PRECONDITIONFAILED))
+    )
 }
 
 fn quorum(mut args: FieldTable) -> FieldTable {

@@ -5,9 +5,10 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{
-    DEFAULT_AMQP_MAX_ATTEMPTS, DEFAULT_AMQP_PREFETCH, DEFAULT_AMQP_RETRY_BASE_MS,
-    DEFAULT_AMQP_RETRY_MAX_MS, DEFAULT_DEAD_LETTER_EXCHANGE, DEFAULT_DEAD_LETTER_QUEUE,
-    DEFAULT_INBOUND_EXCHANGE, DEFAULT_INBOX_QUEUE, DEFAULT_OUTBOUND_EXCHANGE,
+    DEFAULT_AMQP_DELIVERY_LIMIT, DEFAULT_AMQP_MAX_ATTEMPTS, DEFAULT_AMQP_PREFETCH,
+    DEFAULT_AMQP_RETRY_BASE_MS, DEFAULT_AMQP_RETRY_MAX_MS, DEFAULT_DEAD_LETTER_EXCHANGE,
+    DEFAULT_DEAD_LETTER_QUEUE, DEFAULT_INBOUND_EXCHANGE, DEFAULT_INBOX_QUEUE,
+    DEFAULT_OUTBOUND_EXCHANGE,
 };
 
 /// The RabbitMQ side: names of the topology (README "Messaging") and consumer tuning.
@@ -70,6 +71,18 @@ pub struct AmqpConfig {
     /// dead-lettered.
     #[arg(long, global = true, env = "AMQP_MAX_ATTEMPTS", default_value_t = DEFAULT_AMQP_MAX_ATTEMPTS)]
     pub max_attempts: u32,
+
+    /// The crash-loop guard: deliveries of one message that end without it being settled (the
+    /// consumer crashed or hung on it) before the broker dead-letters it with `x-death` reason
+    /// `delivery_limit`. The inbox's `x-delivery-limit`; 0 declares none. Separate from
+    /// `AMQP_MAX_ATTEMPTS`, which counts the service's own retries of premature messages.
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_DELIVERY_LIMIT",
+        default_value_t = DEFAULT_AMQP_DELIVERY_LIMIT
+    )]
+    pub delivery_limit: u32,
 
     /// Delay before the first retry of a premature message; doubles per attempt (milliseconds).
     #[arg(

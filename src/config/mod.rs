@@ -37,6 +37,9 @@ pub const DEFAULT_DEAD_LETTER_QUEUE: &str = "order-service.dead-letter";
 pub const DEFAULT_OUTBOUND_EXCHANGE: &str = "order-service.events";
 pub const DEFAULT_AMQP_PREFETCH: u16 = 64;
 pub const DEFAULT_AMQP_MAX_ATTEMPTS: u32 = 10;
+/// Broker deliveries without a settlement before the broker dead-letters a message (README
+/// "Messaging": the crash-loop guard).
+pub const DEFAULT_AMQP_DELIVERY_LIMIT: u32 = 20;
 pub const DEFAULT_AMQP_RETRY_BASE_MS: u64 = 1_000;
 pub const DEFAULT_AMQP_RETRY_MAX_MS: u64 = 60_000;
 
@@ -162,6 +165,7 @@ mod tests {
         assert_eq!(config.amqp.dead_letter_queue, "order-service.dead-letter");
         assert_eq!(config.amqp.outbound_exchange, "order-service.events");
         assert_eq!(config.amqp.max_attempts, 10);
+        assert_eq!(config.amqp.delivery_limit, 20);
         assert_eq!(config.relay.retention(), Duration::from_secs(7 * 24 * 3600));
         assert!(config.auth.clients.is_none() && config.auth.clients_file.is_none());
         assert!(!config.auth.disabled);

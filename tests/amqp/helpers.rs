@@ -54,12 +54,15 @@ impl Harness {
         let connection = connect(AMQP_URL, "order-service tests")
             .await
             .expect("connect");
+        topology
+            .declare_inbox_side(&connection)
+            .await
+            .expect("declare topology");
         let channel = connection.create_channel().await.expect("channel");
         channel
             .confirm_select(ConfirmSelectOptions::default())
             .await
             .expect("confirms");
-        topology.declare(&channel).await.expect("declare topology");
         Self {
             db,
             app,
@@ -86,6 +89,12 @@ impl Harness {
         let handle = tokio::spawn(consumer.run(token.clone()));
         self.consumers.push((token, handle));
         ready
+    }
+
+    /// Sessions started by all consumers of this test so far (each after the first of a consumer
+    /// is a reconnect).
+    pub fn sessions(&self) -> u64 {
+        self.settled.iter().map(Settled::sessions).sum()
     }
 
     /// Deliveries settled by all consumers of this test so far.
@@ -380,15 +389,14 @@ impl Harness {
                 Some(AMQPValue::LongString(s)) => s.to_string(),
                 other => panic!("dead letter without a reason: {other:?}"),
             };
+            let properties = &message.delivery.properties;
             letters.push(DeadLetter {
                 body: message.delivery.data.clone(),
                 reason,
-                message_id: message
-                    .delivery
-                    .properties
-                    .message_id()
-                    .as_ref()
-                    .map(|m| m.to_string()),
+                message_id: properties.message_id().as_ref().map(|m| m.to_string()),
+                expiration: properties.expiration().as_ref().map(|e| e.to_string()),
+                user_id: properties.user_id().as_ref().map(|u| u.to_string()),
+                headers,
             });
         }
         letters
@@ -478,6 +486,9 @@ pub struct DeadLetter {
     pub body: Vec<u8>,
     pub reason: String,
     pub message_id: Option<String>,
+    pub expiration: Option<String>,
+    pub user_id: Option<String>,
+    pub headers: FieldTable,
 }
 
 pub fn envelope(event_id: &str, event_type: &str, data: Value) -> Value {

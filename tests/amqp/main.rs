@@ -4,6 +4,8 @@
 mod common;
 mod consumer;
 mod consumer_faults;
+mod crash_loop;
 mod helpers;
 mod refunds;
 mod relay;
+mod republish;

@@ -187,6 +187,7 @@ pub fn amqp_config(prefix: &str) -> AmqpConfig {
         outbound_exchange: format!("{prefix}.order-events"),
         prefetch: 64,
         max_attempts: 10,
+        delivery_limit: order_service::config::DEFAULT_AMQP_DELIVERY_LIMIT,
         retry_base_ms: 1_000,
         retry_max_ms: 60_000,
     }

@@ -1,0 +1,329 @@
+//! The crash-loop guard: a message the broker delivered `AMQP_DELIVERY_LIMIT` times without it
+//! being settled is dead-lettered by the broker (`x-death` reason `delivery_limit`), while other
+//! messages keep flowing; and an inbox declared by an earlier version without the limit is still
+//! consumed (README "Upgrading: the inbox delivery limit").
+
+use std::net::SocketAddr;
+use std::process::Command;
+
+use lapin::options::{BasicAckOptions, BasicGetOptions, QueueDeclareOptions};
+use lapin::types::{AMQPValue, FieldTable};
+use uuid::Uuid;
+
+use crate::common::proxy::Proxy;
+use crate::common::{AMQP_URL, eventually};
+use crate::helpers::{Harness, WAIT, test_config};
+use order_service::amqp::topology::Inbox;
+use order_service::amqp::{Topology, connect};
+
+/// Takes every message now in the dead-letter queue: its body and the `reason` of its first
+/// `x-death` entry, which the broker adds when it dead-letters a message itself.
+async fn take_broker_dead_letters(h: &Harness) -> Vec<(Vec<u8>, Option<String>)> {
+    let mut letters = vec![];
+    while let Some(message) = h
+        .channel
+        .basic_get(
+            h.topology.dead_letter_queue.as_str().into(),
+            BasicGetOptions::default(),
+        )
+        .await
+        .expect("basic_get")
+    {
+        message
+            .delivery
+            .ack(BasicAckOptions::default())
+            .await
+            .expect("ack");
+        let headers = message.delivery.properties.headers().clone();
+        let reason = headers
+            .as_ref()
+            .and_then(|h| match h.inner().get("x-death") {
+                Some(AMQPValue::FieldArray(deaths)) => deaths.as_slice().first().cloned(),
+                _ => None,
+            })
+            .and_then(|death| match death {
+                AMQPValue::FieldTable(death) => match death.inner().get("reason") {
+                    Some(AMQPValue::LongString(reason)) => Some(reason.to_string()),
+                    _ => None,
+                },
+                _ => None,
+            });
+        letters.push((message.delivery.data.clone(), reason));
+    }
+    letters
+}
+
+#[tokio::test]
+async fn a_message_that_never_finishes_is_dead_lettered_by_the_broker_at_the_delivery_limit() {
+    let mut config = test_config();
+    config.delivery_limit = 2;
+    let mut h = Harness::start_with(config).await;
+    let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5672))).await;
+    let url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
+    let ready = h.spawn_consumer_on(h.app.clone(), &url);
+    let stuck = Uuid::new_v4();
+    h.place("placed", stuck, 1000).await;
+    h.wait_for_status(stuck, "PENDING_PAYMENT").await;
+
+    // The order row stays locked: its payment can never finish, as if it hung the process.
+    let mut lock = h.db.pool.begin().await.expect("begin");
+    sqlx::query("SELECT 1 FROM orders WHERE id = $1 FOR UPDATE")
+        .bind(stuck)
+        .execute(&mut *lock)
+        .await
+        .expect("lock the order");
+    let payment = h
+        .publish(
+            "stuck-payment",
+            "payment.succeeded",
+            serde_json::json!({
+                "order_id": stuck, "transfer_id": "t-1", "amount_minor": 1000, "currency": "EUR"
+            }),
+        )
+        .await;
+
+    // Each cut of the consumer's connection returns the unsettled message to the inbox: one more
+    // delivery without a settlement, as a crash would.
+    let mut letters = vec![];
+    for cut in 0.. {
+        letters = take_broker_dead_letters(&h).await;
+        if !letters.is_empty() {
+            break;
+        }
+        assert!(cut < 12, "not dead-lettered after {cut} cuts");
+        eventually("the consumer to hold the payment", WAIT, || async {
+            (ready.is_ready() && h.ready_count(&h.topology.inbox).await == 0).then_some(())
+        })
+        .await;
+        let other = Uuid::new_v4();
+        h.place(&format!("other-{cut}"), other, 500).await;
+        h.wait_for_status(other, "PENDING_PAYMENT").await;
+        proxy.sever();
+        eventually("readiness to drop", WAIT, || async {
+            (!ready.is_ready()).then_some(())
+        })
+        .await;
+        proxy.restore();
+    }
+
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].0, payment);
+    assert_eq!(letters[0].1.as_deref(), Some("delivery_limit"));
+    lock.rollback().await.expect("unlock");
+    let later = Uuid::new_v4();
+    h.place("later", later, 500).await;
+    h.wait_for_status(later, "PENDING_PAYMENT").await;
+    assert_eq!(h.db.count("transfers").await, 0);
+    assert_eq!(
+        h.order_state(stuck).await,
+        Some(("PENDING_PAYMENT".into(), 1, 0))
+    );
+}
+
+/// A policy of the test's own, cleared on drop.
+struct Policy(String);
+
+impl Drop for Policy {
+    fn drop(&mut self) {
+        let _ = Command::new("rabbitmqctl")
+            .args(["clear_policy", &self.0])
+            .output();
+    }
+}
+
+#[tokio::test]
+async fn an_inbox_declared_without_the_delivery_limit_is_consumed_as_it_is_and_a_policy_adds_it() {
+    let config = test_config();
+    let topology = Topology::from_config(&config);
+    // As the previous version declared it: quorum, dead-lettering, no delivery limit.
+    let connection = connect(AMQP_URL, "order-service tests, previous version")
+        .await
+        .expect("connect");
+    let channel = connection.create_channel().await.expect("channel");
+    let mut legacy = FieldTable::default();
+    legacy.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("quorum".into()),
+    );
+    legacy.insert(
+        "x-dead-letter-exchange".into(),
+        AMQPValue::LongString(topology.dead_letter_exchange.as_str().into()),
+    );
+    channel
+        .queue_declare(
+            topology.inbox.as_str().into(),
+            QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            },
+            legacy,
+        )
+        .await
+        .expect("declare the previous version's inbox");
+
+    // Declaring it with the limit is refused; the consumer's declaration uses it as it is.
+    let refused = topology
+        .declare(&connection.create_channel().await.expect("channel"))
+        .await
+        .expect_err("the broker refuses other arguments");
+    assert!(
+        refused.to_string().contains("PRECONDITION_FAILED"),
+        "{refused}"
+    );
+    assert_eq!(
+        topology
+            .declare_inbox_side(&connection)
+            .await
+            .expect("declare"),
+        Inbox::Legacy
+    );
+    let _ = connection.close(200, "bye".into()).await;
+
+    let mut h = Harness::start_with(config).await;
+    let ready = h.spawn_consumer();
+    let order = Uuid::new_v4();
+    h.place("placed", order, 1000).await;
+    h.wait_for_status(order, "PENDING_PAYMENT").await;
+    assert!(ready.is_ready());
+
+    // The command the start-up error names gives the inbox the limit, without moving a message.
+    let command = h.topology.policy_command();
+    let name = format!("{}.delivery-limit", h.topology.inbox);
+    let _policy = Policy(name.clone());
+    let output = Command::new("sh")
+        .args(["-c", &command])
+        .output()
+        .expect("run the policy command");
+    assert!(
+        output.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let queues = Command::new("rabbitmqctl")
+        .args(["list_queues", "--quiet", "name", "policy"])
+        .output()
+        .expect("list queues");
+    let listing = String::from_utf8_lossy(&queues.stdout);
+    let line = listing
+        .lines()
+        .find(|l| l.starts_with(&format!("{}\t", h.topology.inbox)))
+        .unwrap_or_else(|| {
+            panic!(
+                "the inbox is listed: {listing} {}",
+                String::from_utf8_lossy(&queues.stderr)
+            )
+        });
+    assert!(
+        line.ends_with(&format!("\t{name}")),
+        "the policy applies: {line}"
+    );
+}
+
+/// The service binary, started over the test's database and topology; `kill -9` on drop.
+struct Service(std::process::Child);
+
+impl Service {
+    fn start(h: &Harness) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let config = &h.config;
+        let child = Command::new(env!("CARGO_BIN_EXE_order-service"))
+            .arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("DATABASE_URL", &h.db.url)
+            .env("AMQP_URL", AMQP_URL)
+            .env("HTTP_ADDR", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "error")
+            .env("DB_MAX_CONNECTIONS", "4")
+            .env("AMQP_INBOUND_EXCHANGE", &config.inbound_exchange)
+            .env("AMQP_INBOX_QUEUE", &config.inbox_queue)
+            .env("AMQP_DEAD_LETTER_EXCHANGE", &config.dead_letter_exchange)
+            .env("AMQP_DEAD_LETTER_QUEUE", &config.dead_letter_queue)
+            .env("AMQP_OUTBOUND_EXCHANGE", &config.outbound_exchange)
+            .env("AMQP_DELIVERY_LIMIT", config.delivery_limit.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start order-service");
+        Self(child)
+    }
+
+    /// SIGKILL: no shutdown, no acknowledgement.
+    fn kill(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_and_the_service_goes_on()
+{
+    let mut config = test_config();
+    config.delivery_limit = 2;
+    let h = Harness::start_with(config).await;
+    let stuck = Uuid::new_v4();
+    h.place("placed", stuck, 1000).await;
+    let service = Service::start(&h);
+    h.wait_for_status(stuck, "PENDING_PAYMENT").await;
+    service.kill();
+
+    // The order row stays locked: its payment can never finish, and each process that takes it
+    // is killed while holding it, as if the message crashed it.
+    let mut lock = h.db.pool.begin().await.expect("begin");
+    sqlx::query("SELECT 1 FROM orders WHERE id = $1 FOR UPDATE")
+        .bind(stuck)
+        .execute(&mut *lock)
+        .await
+        .expect("lock the order");
+    let payment = h
+        .publish(
+            "deadly-payment",
+            "payment.succeeded",
+            serde_json::json!({
+                "order_id": stuck, "transfer_id": "t-1", "amount_minor": 1000, "currency": "EUR"
+            }),
+        )
+        .await;
+    let mut letters = vec![];
+    for kill in 0.. {
+        assert!(kill < 12, "not dead-lettered after {kill} kills");
+        let service = Service::start(&h);
+        eventually("a process to take the payment", WAIT, || async {
+            (h.ready_count(&h.topology.inbox).await == 0).then_some(())
+        })
+        .await;
+        service.kill();
+        // Returned to the inbox, or (past the limit) dead-lettered by the broker.
+        letters = eventually("the payment to come back", WAIT, || async {
+            let letters = take_broker_dead_letters(&h).await;
+            if !letters.is_empty() {
+                return Some(letters);
+            }
+            (h.ready_count(&h.topology.inbox).await == 1).then_some(vec![])
+        })
+        .await;
+        if !letters.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].0, payment);
+    assert_eq!(letters[0].1.as_deref(), Some("delivery_limit"));
+
+    lock.rollback().await.expect("unlock");
+    let _service = Service::start(&h);
+    let later = Uuid::new_v4();
+    h.place("later", later, 500).await;
+    h.wait_for_status(later, "PENDING_PAYMENT").await;
+    assert_eq!(h.db.count("transfers").await, 0);
+}
