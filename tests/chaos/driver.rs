@@ -82,6 +82,8 @@ pub struct Observations {
     pub unexpected: Vec<String>,
     pub server_errors: u64,
     pub rest_retries: u64,
+    /// REST refunds answered `refund-exceeds-balance`: delivered before their money.
+    pub premature_refunds: u64,
 }
 
 pub struct Driver {
@@ -225,6 +227,9 @@ impl Driver {
                 Ok((status, answer)) if retryable(status, &answer) => {
                     if status >= 500 && status != 503 {
                         self.lock().server_errors += 1;
+                    }
+                    if answer.contains("/refund-exceeds-balance") {
+                        self.lock().premature_refunds += 1;
                     }
                 }
                 Ok((status, answer)) => {

@@ -129,6 +129,7 @@ struct Tally {
     amqp: usize,
     refunds: usize,
     refund_deliveries: usize,
+    premature_refunds: u64,
     expired: u64,
     paid_before_timer: u64,
     failures: Vec<String>,
@@ -208,7 +209,10 @@ impl Harness {
                 let observations = driver
                     .observations
                     .lock()
-                    .map(|o| o.unexpected.clone())
+                    .map(|o| {
+                        tally.premature_refunds += o.premature_refunds;
+                        o.unexpected.clone()
+                    })
                     .unwrap_or_default();
                 comparison.diffs.extend(observations);
                 if !comparison.diffs.is_empty() {
@@ -370,7 +374,7 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
     }
     println!(
         "chaos summary: {} schedules ({} steady, {} expiry) × {} orders, {} deliveries ({} REST, {} AMQP), \
-         {} refunds in {} deliveries, {} orders expired by the timer and {} paid before it, faults {:?}, {} violations, {:?}",
+         {} refunds in {} deliveries ({} REST answers premature), {} orders expired by the timer and {} paid before it, faults {:?}, {} violations, {:?}",
         tally.schedules,
         knobs.seeds.len(),
         knobs.expiry_seeds.len(),
@@ -380,6 +384,7 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
         tally.amqp,
         tally.refunds,
         tally.refund_deliveries,
+        tally.premature_refunds,
         tally.expired,
         tally.paid_before_timer,
         fault_counts.lock().map(|c| c.clone()).unwrap_or_default(),
