@@ -30,6 +30,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::cluster::Captured;
+use crate::events;
 use crate::http;
 use crate::model::{Expected, Script};
 
@@ -39,9 +40,6 @@ const LEGAL: [(Option<&str>, &str); 4] = [
     (Some("PENDING_PAYMENT"), "CANCELLED"),
     (Some("PAID"), "SHIPPED"),
 ];
-
-const REFUND_REQUIRED: &str = "order.refund_required";
-const REFUNDED: &str = "order.refunded";
 
 #[derive(sqlx::FromRow)]
 struct Row {
@@ -66,10 +64,10 @@ struct History {
 }
 
 #[derive(sqlx::FromRow)]
-struct Outbox {
-    event_id: Uuid,
-    event_type: String,
-    published: bool,
+pub struct Outbox {
+    pub event_id: Uuid,
+    pub event_type: String,
+    pub published: bool,
 }
 
 /// The differences found, and which legal outcomes the orders took.
@@ -316,89 +314,20 @@ async fn compare_order(
     .bind(script.order_id)
     .fetch_all(pool)
     .await?;
-    let counted = |types: Vec<String>| -> Vec<String> {
-        let mut types: Vec<String> = types.into_iter().filter(|t| t != REFUND_REQUIRED).collect();
-        types.sort();
-        types
-    };
-    let types = counted(outbox.iter().map(|o| o.event_type.clone()).collect());
-    if types != want.events {
-        diffs.push(format!(
-            "outbox events: expected {:?}, got {types:?}",
-            want.events
-        ));
-    }
-    if outbox.iter().any(|o| !o.published) {
-        diffs.push("an outbox row was never published".into());
-    }
-
-    // Every event captured at least once, nothing captured that was not committed; copies
-    // identical; first copies in version order.
-    let mut first: HashMap<&str, &Captured> = HashMap::new();
-    let mut last_version = 0;
-    for copy in mine {
-        match first.get(copy.message_id.as_str()) {
-            Some(original) if original.body != copy.body => {
-                diffs.push(format!(
-                    "message {} published with two bodies",
-                    copy.message_id
-                ));
-            }
-            Some(_) => {}
-            None => {
-                let version = copy.body["data"]["version"].as_i64().unwrap_or(0);
-                if version < last_version {
-                    diffs.push(format!(
-                        "{} (v{version}) published after v{last_version}",
-                        copy.routing_key
-                    ));
-                }
-                last_version = version;
-                first.insert(&copy.message_id, copy);
-            }
-        }
-    }
-    let committed: HashSet<String> = outbox.iter().map(|o| o.event_id.to_string()).collect();
-    for event in &outbox {
-        if !first.contains_key(event.event_id.to_string().as_str()) {
-            diffs.push(format!(
-                "{} {} was never received",
-                event.event_type, event.event_id
-            ));
-        }
-    }
-    for id in first.keys().filter(|id| !committed.contains(**id)) {
-        diffs.push(format!("received {id}, which no outbox row holds"));
-    }
-    let mut received: Vec<&Captured> = first.into_values().collect();
-    received.sort_by_key(|c| c.body["data"]["version"].as_i64().unwrap_or(0));
-    let types = counted(received.iter().map(|c| c.routing_key.clone()).collect());
-    if types != want.events {
-        diffs.push(format!(
-            "received events: expected {:?}, got {types:?}",
-            want.events
-        ));
-    }
-
-    // 2. One order.refunded per refund id, at the version that recorded it.
-    for (refund_id, _) in want.ledger.iter().filter(|(_, (d, _))| d == "out") {
-        let at = history
-            .iter()
-            .find(|h| h.transfer_id.as_deref() == Some(refund_id))
-            .map(|h| h.version);
-        let announced = received
-            .iter()
-            .filter(|c| c.routing_key == REFUNDED && c.body["data"]["version"].as_i64() == at)
-            .count();
-        if announced != 1 {
-            diffs.push(format!(
-                "refund {refund_id} (v{at:?}) announced {announced} times"
-            ));
-        }
-    }
-
-    // 3. order.refund_required exactly where the flag turns on.
-    diffs.extend(refund_required_consistent(&received, want.refund_required));
+    // Clauses 2 and 3: the outbox, and the events as a subscriber received them.
+    let refunds: BTreeMap<&str, Option<i64>> = want
+        .ledger
+        .iter()
+        .filter(|(_, (direction, _))| direction == "out")
+        .map(|(id, _)| {
+            let at = history
+                .iter()
+                .find(|h| h.transfer_id.as_deref() == Some(id))
+                .map(|h| h.version);
+            (id.as_str(), at)
+        })
+        .collect();
+    diffs.extend(events::check(&outbox, mine, &refunds, want));
     Ok((diffs, want.expired && row.status == "CANCELLED"))
 }
 
@@ -468,47 +397,6 @@ fn check_history(history: &[History], row: &Row, want: &Expected) -> Vec<String>
     let wanted: &[&str] = if want.expired { &["cancelled"] } else { &[] };
     if timer != wanted {
         diffs.push(format!("timer changes: expected {wanted:?}, got {timer:?}"));
-    }
-    diffs
-}
-
-/// Clause 3 of the definition at the top: walks the first copy of each event in version order.
-fn refund_required_consistent(received: &[&Captured], want: bool) -> Vec<String> {
-    let mut diffs = vec![];
-    let mut by_version: BTreeMap<i64, Vec<&Captured>> = BTreeMap::new();
-    for event in received {
-        let version = event.body["data"]["version"].as_i64().unwrap_or(0);
-        by_version.entry(version).or_default().push(event);
-    }
-    let mut flag = false;
-    for (version, events) in by_version {
-        let data = &events[0].body["data"];
-        if events.iter().any(|e| &e.body["data"] != data) {
-            diffs.push(format!("the events of v{version} carry different orders"));
-        }
-        let Some(now) = data["refund_required"].as_bool() else {
-            diffs.push(format!("v{version} carries no refund_required"));
-            continue;
-        };
-        let has = |t: &str| events.iter().any(|e| e.routing_key == t);
-        match (flag, now, has(REFUND_REQUIRED)) {
-            (false, true, false) => diffs.push(format!(
-                "refund_required turned on at v{version} without {REFUND_REQUIRED}"
-            )),
-            (before, after, true) if before || !after => diffs.push(format!(
-                "{REFUND_REQUIRED} at v{version}, where the flag went {before} -> {after}"
-            )),
-            (true, false, _) if !has(REFUNDED) => diffs.push(format!(
-                "refund_required turned off at v{version} without {REFUNDED}"
-            )),
-            _ => {}
-        }
-        flag = now;
-    }
-    if flag != want {
-        diffs.push(format!(
-            "the events leave refund_required {flag}, the model {want}"
-        ));
     }
     diffs
 }

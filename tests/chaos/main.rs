@@ -22,6 +22,7 @@ mod common;
 mod check;
 mod cluster;
 mod driver;
+mod events;
 mod faults;
 mod http;
 mod model;

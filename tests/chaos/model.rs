@@ -379,3 +379,26 @@ fn apply(script: &Script, actions: &[&Action]) -> Expected {
         expired,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_generated_script_applies_in_causal_order_with_one_outcome_unless_it_races_the_timer() {
+        for seed in 0..200 {
+            for phase in [Phase::Steady, Phase::Expiry] {
+                for script in generate(&mut Rng::new(seed), seed, 8, phase) {
+                    let statuses: Vec<String> =
+                        expect(&script).into_iter().map(|o| o.status).collect();
+                    let legal: &[&str] = match script.kind {
+                        "expire-race" => &["CANCELLED", "PAID"],
+                        "expire-unpaid" => &["CANCELLED"],
+                        _ => &[statuses[0].as_str()],
+                    };
+                    assert_eq!(statuses, legal, "seed {seed}: {script:?}");
+                }
+            }
+        }
+    }
+}
