@@ -13,8 +13,8 @@
 //! 101 and two random ones; with `CHAOS_SEED`, the seeds after the steady ones), `CHAOS_ORDERS` per schedule (default 6), `CHAOS_INSTANCES` (default
 //! 3), `CHAOS_PARALLEL` schedules at once (default 3), `CHAOS_FAULTS` (`kill,amqp,postgres` by
 //! default, `none` to disable), `CHAOS_SERVICE_BIN` (default: the binary cargo built with the
-//! test). A long run:
-//! `CHAOS_SEED=1000 CHAOS_SCHEDULES=1000 cargo test --release --test chaos -- --nocapture`.
+//! test). A long run (README "Guarantees"): `CHAOS_SEED=5000 CHAOS_SCHEDULES=500
+//! CHAOS_EXPIRY_SCHEDULES=60 CHAOS_ORDERS=8 cargo test --test chaos -- --nocapture`.
 
 #[path = "../common/mod.rs"]
 mod common;
