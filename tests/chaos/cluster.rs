@@ -39,6 +39,8 @@ pub struct Cluster {
     pub channel: Channel,
     pub captured: Arc<Mutex<Vec<Captured>>>,
     pub instances: Vec<Instance>,
+    /// `ORDER_PAYMENT_TIMEOUT_SECS` the instances run with; `None`: orders never expire.
+    payment_timeout_secs: Option<u64>,
     service_bin: PathBuf,
     _connection: lapin::Connection,
 }
@@ -76,6 +78,7 @@ impl Cluster {
             channel,
             captured,
             instances: vec![],
+            payment_timeout_secs: None,
             service_bin,
             _connection: connection,
         };
@@ -104,9 +107,23 @@ impl Cluster {
         )
     }
 
+    /// Restarts every instance with a payment timeout of `secs` and a sweep every second, and
+    /// waits until all are ready.
+    pub async fn expire_unpaid_after(&mut self, secs: u64) {
+        self.payment_timeout_secs = Some(secs);
+        for slot in 0..self.instances.len() {
+            self.kill(slot).await;
+            self.launch(slot).await;
+        }
+        for slot in 0..self.instances.len() {
+            self.wait_ready(slot).await;
+        }
+    }
+
     /// Starts (or restarts) the process of `slot` with the same configuration.
     pub async fn launch(&mut self, slot: usize) {
         let database_url = self.database_url();
+        let timeout = self.payment_timeout_secs.unwrap_or(0).to_string();
         let instance = &mut self.instances[slot];
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -128,6 +145,8 @@ impl Cluster {
             .env("DB_MAX_CONNECTIONS", "8")
             .env("SHUTDOWN_GRACE_SECS", "5")
             .env("OUTBOX_POLL_MS", "250")
+            .env("ORDER_PAYMENT_TIMEOUT_SECS", timeout)
+            .env("ORDER_EXPIRY_SWEEP_SECS", "1")
             .env("AMQP_INBOUND_EXCHANGE", &self.config.inbound_exchange)
             .env("AMQP_INBOX_QUEUE", &self.config.inbox_queue)
             .env(

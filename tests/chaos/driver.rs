@@ -1,8 +1,10 @@
 //! The scheduler: every step of every script is delivered 1–4 times, each copy through a randomly
 //! chosen door (REST with the step's Idempotency-Key, or an AMQP event with the step's event id),
 //! after a random delay, so copies race and steps overtake each other within and across orders.
-//! REST copies behave like a real client: a premature answer (404, shipment before payment), an
-//! in-flight 409, a 503 or a dead instance means "retry, maybe elsewhere".
+//! REST copies behave like a real client: a premature answer (404, shipment before payment, a
+//! refund of money not yet held), an in-flight 409, a 503 or a dead instance means "retry, maybe
+//! elsewhere". The expiry timer's step is the service's own and is never delivered; a step that
+//! races it is delivered around the moment its order's payment times out.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -42,11 +44,15 @@ impl fmt::Display for Delivery {
     }
 }
 
-/// The deliveries of one schedule, per order and step (deterministic for a seed).
-pub fn plan(rng: &mut Rng, scripts: &[Script]) -> Vec<Delivery> {
+/// The deliveries of one schedule, per order and step (deterministic for a seed). `timeout_ms`
+/// is the payment timeout the instances run with, which steps that race the timer straddle.
+pub fn plan(rng: &mut Rng, scripts: &[Script], timeout_ms: u64) -> Vec<Delivery> {
     let mut deliveries = vec![];
     for (order, script) in scripts.iter().enumerate() {
-        for step in 0..script.steps.len() {
+        for (step, planned) in script.steps.iter().enumerate() {
+            if planned.action == Action::Expire {
+                continue;
+            }
             for copy in 0..rng.between(1, 4) as usize {
                 deliveries.push(Delivery {
                     order,
@@ -57,7 +63,11 @@ pub fn plan(rng: &mut Rng, scripts: &[Script]) -> Vec<Delivery> {
                     } else {
                         Door::Amqp
                     },
-                    delay_ms: rng.between(0, 600),
+                    delay_ms: if planned.races_timer {
+                        rng.between(timeout_ms.saturating_sub(800), timeout_ms + 1200)
+                    } else {
+                        rng.between(0, 600)
+                    },
                 });
             }
         }
@@ -72,6 +82,8 @@ pub struct Observations {
     pub unexpected: Vec<String>,
     pub server_errors: u64,
     pub rest_retries: u64,
+    /// REST refunds answered `refund-exceeds-balance`: delivered before their money.
+    pub premature_refunds: u64,
 }
 
 pub struct Driver {
@@ -216,6 +228,9 @@ impl Driver {
                     if status >= 500 && status != 503 {
                         self.lock().server_errors += 1;
                     }
+                    if answer.contains("/refund-exceeds-balance") {
+                        self.lock().premature_refunds += 1;
+                    }
                 }
                 Ok((status, answer)) => {
                     self.note(format!(
@@ -241,14 +256,15 @@ impl Driver {
     }
 }
 
-/// Answers a client retries: premature (unknown order, shipment before payment), in flight,
-/// unavailable, or a server error while a dependency restarts.
+/// Answers a client retries: premature (unknown order, shipment before payment, a refund of money
+/// not yet held), in flight, unavailable, or a server error while a dependency restarts.
 fn retryable(status: u16, body: &str) -> bool {
     let problem: Value = serde_json::from_str(body).unwrap_or(Value::Null);
     let kind = problem["type"].as_str().unwrap_or("");
     match status {
         404 | 503 | 500 => true,
         409 if kind.ends_with("/in-flight") => true,
+        409 if kind.ends_with("/refund-exceeds-balance") => true,
         409 if kind.ends_with("/invalid-transition") => {
             problem["current_status"] == "PENDING_PAYMENT"
         }
@@ -281,6 +297,17 @@ fn request(script: &Script, action: &Action) -> (String, Value, &'static str, Va
                 data,
             )
         }
+        Action::Refund { refund_id, amount } => {
+            let body = json!({"refund_id": refund_id, "amount_minor": amount, "currency": "EUR"});
+            let mut data = body.clone();
+            data["order_id"] = json!(id);
+            (
+                format!("{orders}/{id}/refunds"),
+                body,
+                "refund.succeeded",
+                data,
+            )
+        }
         Action::Ship { carrier, tracking } => {
             let body = json!({"carrier": carrier, "tracking_number": tracking});
             let mut data = body.clone();
@@ -303,5 +330,6 @@ fn request(script: &Script, action: &Action) -> (String, Value, &'static str, Va
                 data,
             )
         }
+        Action::Expire => unreachable!("the service's timer expires orders; no one delivers it"),
     }
 }

@@ -1,14 +1,20 @@
-//! The chaos checker (DESIGN.md §4, invariant 5): generated workloads are delivered through both
-//! doors, duplicated, reordered and raced across 2–3 real instances while instances are killed,
-//! broker connections dropped and Postgres crash-restarted; once the system is quiet, the
-//! database and the captured outbound events must equal each step applied once in causal order.
+//! The chaos checker (invariant 5, `docs/contract.md#invariant-5`): generated workloads are
+//! delivered through both doors, duplicated, reordered and raced across 2–3 real instances while
+//! instances are killed, broker connections dropped and Postgres crash-restarted; once the system
+//! is quiet, the database and the captured outbound events must equal each step applied once in
+//! causal order (what "equal" means with refunds and expiry: the top of `check.rs`).
+//!
+//! Two phases: the steady one (orders never expire: placements, payments, refunds, shipments,
+//! cancellations), then the expiry one, whose instances are restarted with a payment timeout of
+//! two seconds, so that no script of the steady phase is disturbed by the timer.
 //!
 //! Knobs: `CHAOS_SEED` (first seed; default: fixed seeds 1–8 plus four random ones, printed),
-//! `CHAOS_SCHEDULES` (default 12), `CHAOS_ORDERS` per schedule (default 6), `CHAOS_INSTANCES`
-//! (default 3), `CHAOS_PARALLEL` schedules at once (default 3), `CHAOS_FAULTS`
-//! (`kill,amqp,postgres` by default, `none` to disable), `CHAOS_SERVICE_BIN` (default: the
-//! binary cargo built with the test). A long run:
-//! `CHAOS_SEED=1000 CHAOS_SCHEDULES=1000 cargo test --release --test chaos -- --nocapture`.
+//! `CHAOS_SCHEDULES` (steady schedules, default 12), `CHAOS_EXPIRY_SCHEDULES` (default 3: seed
+//! 101 and two random ones; with `CHAOS_SEED`, the seeds after the steady ones), `CHAOS_ORDERS` per schedule (default 6), `CHAOS_INSTANCES` (default
+//! 3), `CHAOS_PARALLEL` schedules at once (default 3), `CHAOS_FAULTS` (`kill,amqp,postgres` by
+//! default, `none` to disable), `CHAOS_SERVICE_BIN` (default: the binary cargo built with the
+//! test). A long run (README "Guarantees"): `CHAOS_SEED=5000 CHAOS_SCHEDULES=500
+//! CHAOS_EXPIRY_SCHEDULES=60 CHAOS_ORDERS=8 cargo test --test chaos -- --nocapture`.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -16,6 +22,8 @@ mod common;
 mod check;
 mod cluster;
 mod driver;
+mod events;
+mod faults;
 mod http;
 mod model;
 mod rng;
@@ -25,16 +33,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use lapin::Channel;
 use lapin::options::{BasicAckOptions, BasicGetOptions};
+use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use tokio::sync::Mutex as AsyncMutex;
 
-use cluster::Cluster;
+use cluster::{Captured, Cluster};
 use driver::{Door, Driver, Observations};
+use model::{Action, Phase};
 use rng::Rng;
+
+/// The payment timeout of the expiry phase: short, so a round waits little for it.
+const EXPIRY_TIMEOUT_SECS: u64 = 2;
 
 struct Knobs {
     seeds: Vec<u64>,
+    expiry_seeds: Vec<u64>,
     orders: usize,
     instances: usize,
     parallel: usize,
@@ -51,26 +66,37 @@ fn knob(name: &str, default: u64) -> u64 {
 impl Knobs {
     fn from_env() -> Self {
         let schedules = knob("CHAOS_SCHEDULES", 12);
-        let seeds = match std::env::var("CHAOS_SEED")
+        let expiry = knob("CHAOS_EXPIRY_SCHEDULES", 3);
+        let (seeds, expiry_seeds) = match std::env::var("CHAOS_SEED")
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
         {
-            Some(first) => (first..first + schedules).collect(),
+            Some(first) => (
+                (first..first + schedules).collect(),
+                (first + schedules..first + schedules + expiry).collect(),
+            ),
             None => {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_nanos() as u64)
                     .unwrap_or(7);
                 let mut random = Rng::new(now);
-                let fixed = schedules.saturating_sub(4).min(8);
-                (1..=fixed)
-                    .chain((fixed..schedules).map(|_| random.between(1_000_000, u32::MAX as u64)))
-                    .collect()
+                // Seeds derive order, transfer and event ids: the phases' fixed seeds differ.
+                let mut seeds = |count: u64, first: u64, fixed: u64| -> Vec<u64> {
+                    (first..first + fixed)
+                        .chain((fixed..count).map(|_| random.between(1_000_000, u32::MAX as u64)))
+                        .collect()
+                };
+                (
+                    seeds(schedules, 1, schedules.saturating_sub(4).min(8)),
+                    seeds(expiry, 101, expiry.saturating_sub(2).min(1)),
+                )
             }
         };
         let faults = std::env::var("CHAOS_FAULTS").unwrap_or_else(|_| "kill,amqp,postgres".into());
         Self {
             seeds,
+            expiry_seeds,
             orders: knob("CHAOS_ORDERS", 6) as usize,
             instances: knob("CHAOS_INSTANCES", 3).clamp(1, 8) as usize,
             parallel: knob("CHAOS_PARALLEL", 3).max(1) as usize,
@@ -82,50 +108,165 @@ impl Knobs {
     }
 }
 
-/// Injects faults while `active`, at random moments, and always heals them.
-async fn inject_faults(
+/// What a run needs to deliver and check schedules.
+struct Harness {
     cluster: Arc<AsyncMutex<Cluster>>,
+    pool: PgPool,
+    ports: Vec<u16>,
+    channel: Channel,
+    exchange: String,
+    captured: Arc<Mutex<Vec<Captured>>>,
+    /// Faults are injected while set.
     active: Arc<AtomicBool>,
-    stop: Arc<AtomicBool>,
-    kinds: Vec<&'static str>,
-    seed: u64,
-    counts: Arc<Mutex<BTreeMap<&'static str, u64>>>,
-) {
-    let mut rng = Rng::new(seed ^ 0xFA17);
-    while !stop.load(Ordering::SeqCst) {
-        tokio::time::sleep(Duration::from_millis(rng.between(200, 900))).await;
-        if kinds.is_empty() || !active.load(Ordering::SeqCst) {
-            continue;
+    orders: usize,
+    parallel: usize,
+}
+
+/// The figures of a run.
+#[derive(Default)]
+struct Tally {
+    schedules: usize,
+    rest: usize,
+    amqp: usize,
+    refunds: usize,
+    refund_deliveries: usize,
+    premature_refunds: u64,
+    expired: u64,
+    paid_before_timer: u64,
+    failures: Vec<String>,
+}
+
+impl Harness {
+    fn captured(&self) -> Vec<Captured> {
+        self.captured.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Runs the schedules of `seeds`, `parallel` at a time, against the cluster as it is
+    /// configured for `phase`, and checks each.
+    async fn run(&self, phase: Phase, seeds: &[u64], started: Instant, tally: &mut Tally) {
+        let timeout_ms = EXPIRY_TIMEOUT_SECS * 1000;
+        for round in seeds.chunks(self.parallel) {
+            self.active.store(true, Ordering::SeqCst);
+            let mut schedules = vec![];
+            for &seed in round {
+                let mut rng = Rng::new(seed);
+                let scripts = Arc::new(model::generate(&mut rng, seed, self.orders, phase));
+                let expected: Vec<_> = scripts.iter().map(model::expect).collect();
+                let deliveries = driver::plan(&mut rng, &scripts, timeout_ms);
+                tally.schedules += 1;
+                tally.rest += deliveries.iter().filter(|d| d.door == Door::Rest).count();
+                tally.amqp += deliveries.iter().filter(|d| d.door == Door::Amqp).count();
+                let is_refund = |a: &Action| matches!(a, Action::Refund { .. });
+                tally.refunds += scripts
+                    .iter()
+                    .flat_map(|s| &s.steps)
+                    .filter(|s| is_refund(&s.action))
+                    .count();
+                tally.refund_deliveries += deliveries
+                    .iter()
+                    .filter(|d| is_refund(&scripts[d.order].steps[d.step].action))
+                    .count();
+                let driver = Arc::new(Driver {
+                    seed,
+                    ports: self.ports.clone(),
+                    channel: self.channel.clone(),
+                    exchange: self.exchange.clone(),
+                    pool: self.pool.clone(),
+                    observations: Arc::new(Mutex::new(Observations::default())),
+                });
+                let run = {
+                    let (driver, scripts, deliveries) =
+                        (driver.clone(), scripts.clone(), deliveries.clone());
+                    tokio::spawn(async move { driver.deliver(&scripts, deliveries).await })
+                };
+                schedules.push((seed, scripts, expected, deliveries, driver, run));
+            }
+            for schedule in &mut schedules {
+                let _ = (&mut schedule.5).await;
+            }
+            // Faults go on while the system settles; they stop (and heal) before the comparison.
+            let settle = Duration::from_secs(120);
+            for (_, scripts, expected, ..) in &schedules {
+                check::quiesce(&self.pool, scripts, expected, || self.captured(), settle).await;
+            }
+            self.active.store(false, Ordering::SeqCst);
+            drop(self.cluster.lock().await);
+            for (seed, scripts, expected, deliveries, driver, _) in schedules {
+                check::quiesce(&self.pool, &scripts, &expected, || self.captured(), settle).await;
+                let mut comparison = check::compare(
+                    &self.pool,
+                    &self.ports,
+                    &scripts,
+                    &expected,
+                    &self.captured(),
+                )
+                .await
+                .unwrap_or_else(|e| check::Comparison {
+                    diffs: vec![format!("could not read the database: {e}")],
+                    ..Default::default()
+                });
+                tally.expired += comparison.expired;
+                tally.paid_before_timer += comparison.paid_before_timer;
+                let observations = driver
+                    .observations
+                    .lock()
+                    .map(|o| {
+                        tally.premature_refunds += o.premature_refunds;
+                        o.unexpected.clone()
+                    })
+                    .unwrap_or_default();
+                comparison.diffs.extend(observations);
+                if !comparison.diffs.is_empty() {
+                    tally.failures.push(self.report(
+                        phase,
+                        seed,
+                        &scripts,
+                        &deliveries,
+                        &comparison.diffs,
+                    ));
+                }
+            }
+            println!(
+                "chaos: {phase:?} round of {} schedules checked, {} failed so far, {:?}",
+                round.len(),
+                tally.failures.len(),
+                started.elapsed()
+            );
         }
-        let kind = *rng.pick(&kinds);
-        let mut cluster = cluster.lock().await;
-        let slot = rng.between(0, cluster.instances.len() as u64 - 1) as usize;
-        match kind {
-            "kill" => {
-                cluster.kill(slot).await;
-                tokio::time::sleep(Duration::from_millis(rng.between(100, 800))).await;
-                cluster.launch(slot).await;
-            }
-            "amqp" => {
-                cluster.instances[slot].amqp.sever();
-                tokio::time::sleep(Duration::from_millis(rng.between(200, 1500))).await;
-                cluster.instances[slot].amqp.restore();
-            }
-            _ => {
-                let pg = cluster.pg.port;
-                let dir = cluster.pg.dir.clone();
-                drop(cluster);
-                let _ = tokio::task::spawn_blocking(move || {
-                    cluster::PrivatePostgres { port: pg, dir }.restart()
-                })
-                .await;
-            }
-        }
-        *counts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(kind)
-            .or_default() += 1;
+    }
+
+    fn report(
+        &self,
+        phase: Phase,
+        seed: u64,
+        scripts: &[model::Script],
+        deliveries: &[driver::Delivery],
+        diffs: &[String],
+    ) -> String {
+        let (steady, expiry) = match phase {
+            Phase::Steady => (1, 0),
+            Phase::Expiry => (0, 1),
+        };
+        let schedule: Vec<String> = deliveries.iter().map(|d| format!("  {d}")).collect();
+        let scripts: Vec<String> = scripts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                format!(
+                    "  order {i} {} {}: {:?}",
+                    s.kind,
+                    s.amount,
+                    s.steps.iter().map(|s| &s.action).collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        format!(
+            "{phase:?} seed {seed} (rerun: CHAOS_SEED={seed} CHAOS_SCHEDULES={steady} CHAOS_EXPIRY_SCHEDULES={expiry} CHAOS_ORDERS={})\nscripts:\n{}\nschedule:\n{}\ndiff:\n  {}",
+            self.orders,
+            scripts.join("\n"),
+            schedule.join("\n"),
+            diffs.join("\n  ")
+        )
     }
 }
 
@@ -133,13 +274,17 @@ async fn inject_faults(
 async fn every_delivery_pattern_ends_in_the_causal_state() {
     let knobs = Knobs::from_env();
     let started = Instant::now();
-    let seeds = match knobs.seeds.as_slice() {
-        [first, .., last] if knobs.seeds.len() > 16 => format!("{first}..={last}"),
+    let show = |seeds: &[u64]| match seeds {
+        [first, .., last] if seeds.len() > 16 => format!("{first}..={last}"),
         seeds => format!("{seeds:?}"),
     };
     println!(
-        "chaos: seeds {seeds}, {} orders each, {} instances, faults {:?}",
-        knobs.orders, knobs.instances, knobs.faults
+        "chaos: seeds {} then expiry seeds {}, {} orders each, {} instances, faults {:?}",
+        show(&knobs.seeds),
+        show(&knobs.expiry_seeds),
+        knobs.orders,
+        knobs.instances,
+        knobs.faults
     );
     let cluster = Cluster::start(knobs.instances).await;
     let pool = PgPoolOptions::new()
@@ -150,126 +295,59 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
             cluster.pg.port
         ))
         .expect("pool");
-    let ports: Vec<u16> = cluster.instances.iter().map(|i| i.http_port).collect();
-    let channel = cluster.channel.clone();
-    let exchange = cluster.topology.inbound_exchange.clone();
-    let captured = cluster.captured.clone();
-    let cluster = Arc::new(AsyncMutex::new(cluster));
+    let harness = Harness {
+        pool,
+        ports: cluster.instances.iter().map(|i| i.http_port).collect(),
+        channel: cluster.channel.clone(),
+        exchange: cluster.topology.inbound_exchange.clone(),
+        captured: cluster.captured.clone(),
+        cluster: Arc::new(AsyncMutex::new(cluster)),
+        active: Arc::new(AtomicBool::new(false)),
+        orders: knobs.orders,
+        parallel: knobs.parallel,
+    };
 
-    let active = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let fault_counts = Arc::new(Mutex::new(BTreeMap::new()));
-    let faults = tokio::spawn(inject_faults(
-        cluster.clone(),
-        active.clone(),
+    let faults = tokio::spawn(faults::inject(
+        harness.cluster.clone(),
+        harness.active.clone(),
         stop.clone(),
         knobs.faults.clone(),
-        knobs.seeds.first().copied().unwrap_or(0),
+        knobs
+            .seeds
+            .iter()
+            .chain(&knobs.expiry_seeds)
+            .next()
+            .copied()
+            .unwrap_or(0),
         fault_counts.clone(),
     ));
 
-    let mut failures = vec![];
-    let (mut rest, mut amqp) = (0, 0);
-    for round in knobs.seeds.chunks(knobs.parallel) {
-        active.store(true, Ordering::SeqCst);
-        let mut schedules = vec![];
-        for &seed in round {
-            let mut rng = Rng::new(seed);
-            let scripts = Arc::new(model::generate(&mut rng, seed, knobs.orders));
-            let expected: Vec<_> = scripts.iter().map(model::expect).collect();
-            let deliveries = driver::plan(&mut rng, &scripts);
-            rest += deliveries.iter().filter(|d| d.door == Door::Rest).count();
-            amqp += deliveries.iter().filter(|d| d.door == Door::Amqp).count();
-            let driver = Arc::new(Driver {
-                seed,
-                ports: ports.clone(),
-                channel: channel.clone(),
-                exchange: exchange.clone(),
-                pool: pool.clone(),
-                observations: Arc::new(Mutex::new(Observations::default())),
-            });
-            let run = {
-                let (driver, scripts, deliveries) =
-                    (driver.clone(), scripts.clone(), deliveries.clone());
-                tokio::spawn(async move { driver.deliver(&scripts, deliveries).await })
-            };
-            schedules.push((seed, scripts, expected, deliveries, driver, run));
-        }
-        for schedule in &mut schedules {
-            let _ = (&mut schedule.5).await;
-        }
-        // Faults go on while the system settles; they stop (and heal) before the comparison.
-        for (_, scripts, expected, ..) in &schedules {
-            let captured_now = || captured.lock().map(|c| c.clone()).unwrap_or_default();
-            check::quiesce(
-                &pool,
-                scripts,
-                expected,
-                captured_now,
-                Duration::from_secs(120),
-            )
+    let mut tally = Tally::default();
+    harness
+        .run(Phase::Steady, &knobs.seeds, started, &mut tally)
+        .await;
+    if !knobs.expiry_seeds.is_empty() {
+        harness
+            .cluster
+            .lock()
+            .await
+            .expire_unpaid_after(EXPIRY_TIMEOUT_SECS)
             .await;
-        }
-        active.store(false, Ordering::SeqCst);
-        drop(cluster.lock().await);
-        for (seed, scripts, expected, deliveries, driver, _) in schedules {
-            let captured_now = || captured.lock().map(|c| c.clone()).unwrap_or_default();
-            check::quiesce(
-                &pool,
-                &scripts,
-                &expected,
-                captured_now,
-                Duration::from_secs(120),
-            )
+        harness
+            .run(Phase::Expiry, &knobs.expiry_seeds, started, &mut tally)
             .await;
-            let mut diffs = match check::compare(&pool, &scripts, &expected, &captured_now()).await
-            {
-                Ok(diffs) => diffs,
-                Err(e) => vec![format!("could not read the database: {e}")],
-            };
-            let observations = driver
-                .observations
-                .lock()
-                .map(|o| o.unexpected.clone())
-                .unwrap_or_default();
-            diffs.extend(observations);
-            if !diffs.is_empty() {
-                let schedule: Vec<String> = deliveries.iter().map(|d| format!("  {d}")).collect();
-                let scripts: Vec<String> = scripts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| {
-                        format!(
-                            "  order {i} {} {}: {:?}",
-                            s.kind,
-                            s.amount,
-                            s.steps.iter().map(|s| &s.action).collect::<Vec<_>>()
-                        )
-                    })
-                    .collect();
-                failures.push(format!(
-                    "seed {seed} (rerun: CHAOS_SEED={seed} CHAOS_SCHEDULES=1 CHAOS_ORDERS={})\nscripts:\n{}\nschedule:\n{}\ndiff:\n  {}",
-                    knobs.orders,
-                    scripts.join("\n"),
-                    schedule.join("\n"),
-                    diffs.join("\n  ")
-                ));
-            }
-        }
-        println!(
-            "chaos: round of {} schedules checked, {} failed so far, {:?}",
-            round.len(),
-            failures.len(),
-            started.elapsed()
-        );
     }
     stop.store(true, Ordering::SeqCst);
     let _ = faults.await;
 
+    let Harness { cluster, .. } = harness;
     let mut cluster = Arc::try_unwrap(cluster)
         .ok()
         .expect("faults stopped")
         .into_inner();
+    let mut failures = std::mem::take(&mut tally.failures);
     let mut dead_letters = vec![];
     while let Ok(Some(message)) = cluster
         .channel
@@ -296,10 +374,20 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
         println!("{}", cluster.logs());
     }
     println!(
-        "chaos summary: {} schedules × {} orders, {} deliveries ({rest} REST, {amqp} AMQP), faults {:?}, {} violations, {:?}",
+        "chaos summary: {} schedules ({} steady, {} expiry) × {} orders, {} deliveries ({} REST, {} AMQP), \
+         {} refunds in {} deliveries ({} REST answers premature), {} orders expired by the timer and {} paid before it, faults {:?}, {} violations, {:?}",
+        tally.schedules,
         knobs.seeds.len(),
+        knobs.expiry_seeds.len(),
         knobs.orders,
-        rest + amqp,
+        tally.rest + tally.amqp,
+        tally.rest,
+        tally.amqp,
+        tally.refunds,
+        tally.refund_deliveries,
+        tally.premature_refunds,
+        tally.expired,
+        tally.paid_before_timer,
         fault_counts.lock().map(|c| c.clone()).unwrap_or_default(),
         failures.len(),
         started.elapsed()
