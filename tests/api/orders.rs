@@ -177,3 +177,18 @@ async fn the_listing_rejects_bad_limits_statuses_and_cursors() {
     }
     assert_eq!(app.get("/v1/orders?limit=100").await.status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_forged_cursor_with_a_date_postgres_cannot_store_is_400() {
+    let app = TestApp::spawn().await;
+    // The year 10000 BC, in the cursor's format: hex of `<unix micros>.<order id>`.
+    let micros: i64 = -377_705_116_800_000_000;
+    let forged = hex::encode(format!("{micros}.{}", Uuid::new_v4()));
+
+    let response = app.get(&format!("/v1/orders?after={forged}")).await;
+
+    assert_eq!(
+        response.problem(StatusCode::BAD_REQUEST)["type"],
+        "https://order-service.dev/problems/invalid-cursor"
+    );
+}
