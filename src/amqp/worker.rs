@@ -20,6 +20,7 @@ use super::topology::Topology;
 use crate::app::App;
 use crate::config::AmqpConfig;
 use crate::domain::Cause;
+use crate::telemetry::escaped;
 
 /// Everything a delivery's handler needs.
 pub(super) struct Worker {
@@ -57,7 +58,7 @@ impl Worker {
                     break disposition;
                 };
                 let delay = backoff.next_delay();
-                tracing::warn!(%reason, retry_in = ?delay, "cannot process now; keeping the message");
+                tracing::warn!(reason = %escaped(&reason), retry_in = ?delay, "cannot process now; keeping the message");
                 tokio::select! {
                     () = tokio::time::sleep(delay) => {}
                     // Left unacknowledged: the broker redelivers it to whoever consumes next.
@@ -98,7 +99,7 @@ impl Worker {
             }
             Disposition::Retry { reason } if attempt < self.config.max_attempts => {
                 let delay = self.config.retry_delay(attempt);
-                tracing::info!(%reason, ?delay, "premature; retrying later");
+                tracing::info!(reason = %escaped(&reason), ?delay, "premature; retrying later");
                 let mut headers = headers_of(&delivery.properties);
                 headers.insert(ATTEMPT_HEADER.into(), AMQPValue::LongUInt(attempt + 1));
                 headers.insert(REASON_HEADER.into(), AMQPValue::LongString(reason.into()));
@@ -122,7 +123,7 @@ impl Worker {
     }
 
     async fn dead_letter(&self, delivery: &Delivery, reason: String) -> Result<(), AmqpError> {
-        tracing::warn!(%reason, "dead-lettering");
+        tracing::warn!(reason = %escaped(&reason), "dead-lettering");
         let mut headers = headers_of(&delivery.properties);
         headers.insert(REASON_HEADER.into(), AMQPValue::LongString(reason.into()));
         headers.insert(

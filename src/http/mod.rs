@@ -141,7 +141,8 @@ pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
                     "http",
                     method = %request.method(),
                     path = %request.uri().path(),
-                    request_id = %request_id,
+                    // Client-chosen (a tab is a legal header character): escaped.
+                    request_id = %crate::telemetry::escaped(request_id),
                 )
             }),
         )
