@@ -4,6 +4,7 @@
 
 mod auth;
 mod cursor;
+mod docs;
 pub mod dto;
 mod extract;
 pub mod fingerprint;
@@ -30,7 +31,6 @@ use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use utoipa_swagger_ui::SwaggerUi;
 
 pub use auth::OpenPaths;
 pub use extract::MAX_BODY_BYTES;
@@ -95,7 +95,7 @@ pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
     let guard = Arc::new(auth::Guard::new(settings.auth, settings.open_paths));
     let slots = Arc::new(Semaphore::new(settings.limits.max_concurrent_requests));
     let (api, document) = routes();
-    api.merge(SwaggerUi::new("/docs").url("/openapi.json", document))
+    api.merge(docs::router(document))
         .fallback(|| async { Problem::not_found("no such resource").into_response() })
         .method_not_allowed_fallback(|| async {
             Problem::new(
