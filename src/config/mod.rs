@@ -63,17 +63,31 @@ pub enum LogFormat {
 
 #[derive(Debug, Clone, Args)]
 pub struct Config {
-    /// Postgres; the database is created if missing and migrated at start.
+    // URLs may hold a password: `--help` shows neither their environment value nor a default
+    // with its password (`url_help`).
     #[arg(
         long,
         global = true,
         env = "DATABASE_URL",
-        default_value = DEFAULT_DATABASE_URL
+        default_value = DEFAULT_DATABASE_URL,
+        hide_env_values = true,
+        hide_default_value = true,
+        help = url_help(
+            "Postgres; the database is created if missing and migrated at start.",
+            DEFAULT_DATABASE_URL,
+        )
     )]
     pub database_url: String,
 
-    /// RabbitMQ.
-    #[arg(long, global = true, env = "AMQP_URL", default_value = DEFAULT_AMQP_URL)]
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_URL",
+        default_value = DEFAULT_AMQP_URL,
+        hide_env_values = true,
+        hide_default_value = true,
+        help = url_help("RabbitMQ.", DEFAULT_AMQP_URL)
+    )]
     pub amqp_url: String,
 
     /// Where the REST API listens.
@@ -131,6 +145,26 @@ impl Config {
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
     }
+}
+
+/// A URL as it may be shown: the password of its user info, if any, replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+fn url_help(what: &str, default: &str) -> String {
+    format!("{what} [default: {}]", redact_url(default))
 }
 
 #[cfg(test)]
