@@ -45,6 +45,11 @@ pub const DEFAULT_OPEN_PATHS: [&str; 4] = ["/health", "/metrics", "/docs", "/ope
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 512;
 pub const DEFAULT_AMQP_MAX_MESSAGE_BYTES: usize = 64 * 1024;
+pub const DEFAULT_HTTP_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+pub const DEFAULT_HTTP_BODY_READ_TIMEOUT_MS: u64 = 5_000;
+pub const DEFAULT_HTTP_IDLE_TIMEOUT_SECS: u64 = 60;
+/// Below the common file-descriptor limit of 1024, with room for the pool and the broker.
+pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 512;
 
 pub const DEFAULT_OUTBOX_BATCH_SIZE: u32 = 256;
 pub const DEFAULT_OUTBOX_POLL_MS: u64 = 1_000;
@@ -206,6 +211,24 @@ mod tests {
         assert_eq!(config.limits.request_timeout(), Duration::from_secs(10));
         assert_eq!(config.limits.max_concurrent_requests, 512);
         assert_eq!(config.limits.amqp_max_message_bytes, 65_536);
+        assert_eq!(config.limits.header_read_timeout(), Duration::from_secs(10));
+        assert_eq!(config.limits.body_read_timeout(), Duration::from_secs(5));
+        assert_eq!(config.limits.idle_timeout(), Duration::from_secs(60));
+        assert_eq!(config.limits.max_connections, 512);
+    }
+
+    #[test]
+    fn a_urls_password_is_redacted_and_the_rest_kept() {
+        assert_eq!(
+            redact_url("amqp://guest:guest@127.0.0.1:5672/%2f"),
+            "amqp://guest:***@127.0.0.1:5672/%2f"
+        );
+        assert_eq!(
+            redact_url("postgres://app:p%40ss:w@db:5432/x?sslmode=require"),
+            "postgres://app:***@db:5432/x?sslmode=require"
+        );
+        assert_eq!(redact_url(DEFAULT_DATABASE_URL), DEFAULT_DATABASE_URL);
+        assert_eq!(redact_url("not a url"), "not a url");
     }
 
     #[test]

@@ -15,3 +15,4 @@ mod ops;
 mod orders;
 mod payments;
 mod races;
+mod serving;
