@@ -158,12 +158,17 @@ async fn a_body_over_64_kib_is_413_and_changes_nothing() {
     assert_eq!(app.snapshot().await, [0, 0, 0, 0]);
 }
 
-/// Sends raw bytes to a real server over TCP and returns the status line of its answer.
+/// Sends raw bytes to the service's server over TCP and returns the status line of its answer.
 async fn status_line_of(raw: Vec<u8>) -> String {
     let app = TestApp::spawn().await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move { axum::serve(listener, app.router.clone()).await });
+    let server = tokio::spawn(http::serve(
+        listener,
+        app.router.clone(),
+        http::ConnectionLimits::default(),
+        std::future::pending(),
+    ));
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
     // The server may answer and close before reading everything: a failed write is expected.
     let _ = stream.write_all(&raw).await;
