@@ -99,6 +99,27 @@ async fn a_kept_alive_connection_waiting_for_its_next_request_is_closed_in_time_
 }
 
 #[tokio::test]
+async fn a_connection_on_which_nothing_moves_is_closed_after_the_idle_timeout() {
+    // The head may take a minute: only the idle timeout can close this connection in time.
+    let served = serve(ConnectionLimits {
+        header_read_timeout: Duration::from_secs(60),
+        idle_timeout: Duration::from_millis(300),
+        ..ConnectionLimits::default()
+    })
+    .await;
+    let mut silent = TcpStream::connect(served.address).await.unwrap();
+    silent.write_all(HALF_A_REQUEST).await.unwrap();
+
+    let answer = until_closed(&mut silent).await;
+
+    assert_eq!(
+        answer.as_deref(),
+        Some(""),
+        "the silent connection is closed"
+    );
+}
+
+#[tokio::test]
 async fn connections_beyond_the_cap_wait_until_an_open_one_closes() {
     let served = serve(ConnectionLimits {
         max_connections: 1,
