@@ -16,7 +16,7 @@ use crate::app::App;
 use crate::auth::{self, AuthMode};
 use crate::config::Config;
 use crate::health::Readiness;
-use crate::http::{self, ApiState, HttpSettings, OpenPaths};
+use crate::http::{self, ApiState, ConnectionLimits, HttpSettings, OpenPaths};
 use crate::{expiry, store, telemetry};
 
 /// The running process: what `order-service serve` starts. Tests build one on port 0.
@@ -109,23 +109,27 @@ impl Service {
         background.close();
 
         let stop = shutdown.clone();
-        let server = axum::serve(self.listener, self.router).with_graceful_shutdown(async move {
-            stop.cancelled().await;
-            tracing::info!("shutting down: finishing in-flight requests and messages");
-        });
+        let server = http::serve(
+            self.listener,
+            self.router,
+            ConnectionLimits::from(&self.config.limits),
+            async move {
+                stop.cancelled().await;
+                tracing::info!("shutting down: finishing in-flight requests and messages");
+            },
+        );
         let everything = async {
-            let served = server.await.context("HTTP server failed");
-            // The server only returns early on failure: stop the rest too.
+            server.await;
+            // The server returns only once shutting down; make sure the rest stops too.
             shutdown.cancel();
             background.wait().await;
-            served
         };
         let deadline = async {
             shutdown.cancelled().await;
             tokio::time::sleep(grace).await;
         };
         tokio::select! {
-            result = everything => result?,
+            () = everything => {}
             () = deadline => tracing::warn!(?grace, "grace period over; dropping remaining work"),
         }
         self.pool.close().await;
@@ -157,6 +161,10 @@ fn http_settings(config: &Config) -> anyhow::Result<HttpSettings> {
             "NO API CLIENTS CONFIGURED: the API is open to every local caller (allowed only on a \
              loopback address); configure AUTH_CLIENTS or AUTH_CLIENTS_FILE before exposing it"
         ),
+    }
+    // A request waiting on the database moves no byte: the idle timeout must not cut it first.
+    if config.limits.idle_timeout() <= config.limits.request_timeout() {
+        anyhow::bail!("HTTP_IDLE_TIMEOUT_SECS must exceed HTTP_REQUEST_TIMEOUT_MS");
     }
     let open_paths = OpenPaths::new(&config.auth.open_paths).map_err(anyhow::Error::msg)?;
     Ok(HttpSettings {

@@ -52,6 +52,31 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// A value for a log line, with control characters escaped (`\n`, `\u{1b}`, …) as Rust's
+/// `escape_debug` writes them. Log a client-controlled string (a message's reason, a header)
+/// through this: the pretty format writes values raw, so a newline or an ANSI escape in one
+/// would forge a log line or rewrite the terminal.
+pub fn escaped(value: &str) -> Escaped<'_> {
+    Escaped(value)
+}
+
+/// See [`escaped`].
+pub struct Escaped<'a>(&'a str);
+
+impl std::fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write;
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_debug())?;
+            } else {
+                f.write_char(c)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,5 +89,56 @@ mod tests {
     fn the_chain_names_every_cause_outermost_first() {
         let error = Outer(std::io::Error::other("inner"));
         assert_eq!(error_chain(&error), "outer: inner");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_is_kept() {
+        assert_eq!(
+            escaped("a\nb\r\t\u{1b}[31mred\u{7f}\u{9b}é").to_string(),
+            "a\\nb\\r\\t\\u{1b}[31mred\\u{7f}\\u{9b}é"
+        );
+        assert_eq!(escaped("plain text").to_string(), "plain text");
+    }
+
+    /// What the pretty format writes for a dead-lettered poison message whose field name holds
+    /// a newline and ANSI escapes: one line, without a raw control character.
+    #[test]
+    fn a_poison_messages_reason_is_logged_on_one_line_without_control_characters() {
+        let body = br#"{"event_id":"e-1","type":"payment.succeeded","occurred_at":"2026-01-01T00:00:00Z","data":{},"x\n2026-01-01T00:00:00Z  INFO \u001b[31mfake\u001b[0m":1}"#;
+        let poison = crate::amqp::envelope::parse(body).expect_err("a poison message");
+        let reason = poison.to_string();
+        assert!(
+            reason.contains('\n'),
+            "the reason quotes the field: {reason:?}"
+        );
+
+        let written = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let sink = written.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || Writer(sink.clone()))
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(reason = %escaped(&reason), "dead-lettering");
+        });
+
+        let written = written.lock().unwrap();
+        let line = std::str::from_utf8(&written).unwrap();
+        let line = line.strip_suffix('\n').expect("one line");
+        assert!(line.contains("fake"), "{line}");
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+    }
+
+    struct Writer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Writer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
 }

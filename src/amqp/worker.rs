@@ -28,6 +28,7 @@ use super::topology::Topology;
 use crate::app::App;
 use crate::config::AmqpConfig;
 use crate::domain::Cause;
+use crate::telemetry::escaped;
 
 /// Everything a delivery's handler needs.
 pub(super) struct Worker {
@@ -68,7 +69,7 @@ impl Worker {
                     break disposition;
                 };
                 let delay = backoff.next_delay();
-                tracing::warn!(%reason, retry_in = ?delay, "cannot process now; keeping the message");
+                tracing::warn!(reason = %escaped(&reason), retry_in = ?delay, "cannot process now; keeping the message");
                 tokio::select! {
                     () = tokio::time::sleep(delay) => {}
                     // Left unacknowledged: the broker redelivers it to whoever consumes next.
@@ -110,7 +111,7 @@ impl Worker {
             }
             Disposition::Retry { reason } if attempt < self.config.max_attempts => {
                 let delay = self.config.retry_delay(attempt);
-                tracing::info!(%reason, ?delay, "premature; retrying later");
+                tracing::info!(reason = %escaped(&reason), ?delay, "premature; retrying later");
                 let properties = republished_properties(delivery, attempt + 1, &reason);
                 self.publish("", &self.topology.retry_queue(delay), delivery, properties)
                     .await?;
@@ -132,7 +133,7 @@ impl Worker {
     }
 
     async fn dead_letter(&self, delivery: &Delivery, reason: String) -> Result<(), AmqpError> {
-        tracing::warn!(%reason, "dead-lettering");
+        tracing::warn!(reason = %escaped(&reason), "dead-lettering");
         let attempt = attempt_of(&delivery.properties);
         let properties = republished_properties(delivery, attempt, &reason);
         let routing_key = delivery.routing_key.as_str().to_owned();

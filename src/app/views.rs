@@ -179,6 +179,7 @@ impl From<&LedgerEntry> for LedgerEntryView {
 pub struct CauseView {
     pub source: SourceView,
     pub client_id: Option<String>,
+    /// Shown only to the client that sent it; null for every other reader.
     pub idempotency_key: Option<String>,
     pub event_id: Option<String>,
 }

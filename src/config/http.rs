@@ -6,7 +6,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{
-    DEFAULT_AMQP_MAX_MESSAGE_BYTES, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_OPEN_PATHS,
+    DEFAULT_AMQP_MAX_MESSAGE_BYTES, DEFAULT_HTTP_BODY_READ_TIMEOUT_MS,
+    DEFAULT_HTTP_HEADER_READ_TIMEOUT_MS, DEFAULT_HTTP_IDLE_TIMEOUT_SECS,
+    DEFAULT_HTTP_MAX_CONNECTIONS, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_OPEN_PATHS,
     DEFAULT_REQUEST_TIMEOUT_MS,
 };
 
@@ -57,6 +59,46 @@ pub struct LimitsConfig {
     )]
     pub max_concurrent_requests: usize,
 
+    /// A request body not fully received this long after its head is refused with 408
+    /// (milliseconds); it is read before the request takes one of the concurrent slots.
+    #[arg(
+        long,
+        global = true,
+        env = "HTTP_BODY_READ_TIMEOUT_MS",
+        default_value_t = DEFAULT_HTTP_BODY_READ_TIMEOUT_MS
+    )]
+    pub body_read_timeout_ms: u64,
+
+    /// A connection that has not sent a complete request head this long after it opened (or
+    /// after its previous answer) is closed (milliseconds).
+    #[arg(
+        long,
+        global = true,
+        env = "HTTP_HEADER_READ_TIMEOUT_MS",
+        default_value_t = DEFAULT_HTTP_HEADER_READ_TIMEOUT_MS
+    )]
+    pub header_read_timeout_ms: u64,
+
+    /// A connection on which no byte moved either way this long is closed (seconds); must
+    /// exceed the request timeout.
+    #[arg(
+        long,
+        global = true,
+        env = "HTTP_IDLE_TIMEOUT_SECS",
+        default_value_t = DEFAULT_HTTP_IDLE_TIMEOUT_SECS
+    )]
+    pub idle_timeout_secs: u64,
+
+    /// Connections open at once; beyond it new ones wait in the listen backlog. Keep it below
+    /// the file-descriptor limit minus the database pool.
+    #[arg(
+        long,
+        global = true,
+        env = "HTTP_MAX_CONNECTIONS",
+        default_value_t = DEFAULT_HTTP_MAX_CONNECTIONS
+    )]
+    pub max_connections: usize,
+
     /// Inbound AMQP messages larger than this are dead-lettered unread (bytes).
     #[arg(
         long,
@@ -70,5 +112,17 @@ pub struct LimitsConfig {
 impl LimitsConfig {
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
+    }
+
+    pub fn body_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.body_read_timeout_ms)
+    }
+
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_read_timeout_ms)
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_secs)
     }
 }

@@ -48,6 +48,11 @@ pub const DEFAULT_OPEN_PATHS: [&str; 4] = ["/health", "/metrics", "/docs", "/ope
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 512;
 pub const DEFAULT_AMQP_MAX_MESSAGE_BYTES: usize = 64 * 1024;
+pub const DEFAULT_HTTP_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+pub const DEFAULT_HTTP_BODY_READ_TIMEOUT_MS: u64 = 5_000;
+pub const DEFAULT_HTTP_IDLE_TIMEOUT_SECS: u64 = 60;
+/// Below the common file-descriptor limit of 1024, with room for the pool and the broker.
+pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 512;
 
 pub const DEFAULT_OUTBOX_BATCH_SIZE: u32 = 256;
 pub const DEFAULT_OUTBOX_POLL_MS: u64 = 1_000;
@@ -66,17 +71,31 @@ pub enum LogFormat {
 
 #[derive(Debug, Clone, Args)]
 pub struct Config {
-    /// Postgres; the database is created if missing and migrated at start.
+    // URLs may hold a password: `--help` shows neither their environment value nor a default
+    // with its password (`url_help`).
     #[arg(
         long,
         global = true,
         env = "DATABASE_URL",
-        default_value = DEFAULT_DATABASE_URL
+        default_value = DEFAULT_DATABASE_URL,
+        hide_env_values = true,
+        hide_default_value = true,
+        help = url_help(
+            "Postgres; the database is created if missing and migrated at start.",
+            DEFAULT_DATABASE_URL,
+        )
     )]
     pub database_url: String,
 
-    /// RabbitMQ.
-    #[arg(long, global = true, env = "AMQP_URL", default_value = DEFAULT_AMQP_URL)]
+    #[arg(
+        long,
+        global = true,
+        env = "AMQP_URL",
+        default_value = DEFAULT_AMQP_URL,
+        hide_env_values = true,
+        hide_default_value = true,
+        help = url_help("RabbitMQ.", DEFAULT_AMQP_URL)
+    )]
     pub amqp_url: String,
 
     /// Where the REST API listens.
@@ -136,6 +155,26 @@ impl Config {
     }
 }
 
+/// A URL as it may be shown: the password of its user info, if any, replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+fn url_help(what: &str, default: &str) -> String {
+    format!("{what} [default: {}]", redact_url(default))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +215,24 @@ mod tests {
         assert_eq!(config.limits.request_timeout(), Duration::from_secs(10));
         assert_eq!(config.limits.max_concurrent_requests, 512);
         assert_eq!(config.limits.amqp_max_message_bytes, 65_536);
+        assert_eq!(config.limits.header_read_timeout(), Duration::from_secs(10));
+        assert_eq!(config.limits.body_read_timeout(), Duration::from_secs(5));
+        assert_eq!(config.limits.idle_timeout(), Duration::from_secs(60));
+        assert_eq!(config.limits.max_connections, 512);
+    }
+
+    #[test]
+    fn a_urls_password_is_redacted_and_the_rest_kept() {
+        assert_eq!(
+            redact_url("amqp://guest:guest@127.0.0.1:5672/%2f"),
+            "amqp://guest:***@127.0.0.1:5672/%2f"
+        );
+        assert_eq!(
+            redact_url("postgres://app:p%40ss:w@db:5432/x?sslmode=require"),
+            "postgres://app:***@db:5432/x?sslmode=require"
+        );
+        assert_eq!(redact_url(DEFAULT_DATABASE_URL), DEFAULT_DATABASE_URL);
+        assert_eq!(redact_url("not a url"), "not a url");
     }
 
     #[test]

@@ -54,12 +54,7 @@ where
         let path = req.uri().path().to_owned();
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                Problem::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload-too-large",
-                    "Payload too large",
-                    format!("the body must not exceed {MAX_BODY_BYTES} bytes"),
-                )
+                payload_too_large()
             } else {
                 Problem::bad_request("unreadable-body", "the request body could not be read")
             }
@@ -74,6 +69,15 @@ where
             body,
         })
     }
+}
+
+pub(super) fn payload_too_large() -> Problem {
+    Problem::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload-too-large",
+        "Payload too large",
+        format!("the body must not exceed {MAX_BODY_BYTES} bytes"),
+    )
 }
 
 fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, Problem> {

@@ -101,11 +101,23 @@ pub async fn cancel_order(
 )]
 pub async fn order_history(
     State(state): State<ApiState>,
+    Caller(caller): Caller,
     OrderPath(order_id): OrderPath,
 ) -> Result<axum::Json<HistoryList>, Problem> {
     let entries = state.app.history(order_id).await?;
     Ok(axum::Json(HistoryList {
-        items: entries.iter().map(HistoryEntryView::from).collect(),
+        items: entries
+            .iter()
+            .map(|entry| {
+                let mut view = HistoryEntryView::from(entry);
+                // A key is its client's own (it replays that client's requests): another
+                // reader sees who made the change, not the key.
+                if view.cause.client_id.as_deref() != Some(caller.as_str()) {
+                    view.cause.idempotency_key = None;
+                }
+                view
+            })
+            .collect(),
         next: None,
     }))
 }

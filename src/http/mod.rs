@@ -4,6 +4,7 @@
 
 mod auth;
 mod cursor;
+mod docs;
 pub mod dto;
 mod extract;
 pub mod fingerprint;
@@ -15,6 +16,7 @@ mod orders;
 mod payments;
 pub mod problem;
 mod respond;
+mod server;
 mod state;
 
 use std::sync::Arc;
@@ -30,13 +32,13 @@ use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use utoipa_swagger_ui::SwaggerUi;
 
 pub use auth::OpenPaths;
 pub use extract::MAX_BODY_BYTES;
 pub use limits::Limits;
 pub use openapi::{document as openapi_document, to_pretty_json as openapi_json};
 pub use problem::Problem;
+pub use server::{ConnectionLimits, serve};
 pub use state::ApiState;
 
 use crate::auth::AuthMode;
@@ -89,13 +91,14 @@ pub fn router(state: ApiState) -> Router {
 }
 
 /// The whole HTTP application, ready to serve or to be driven with `oneshot` in tests. Layers,
-/// outermost first: request id, trace, panic catcher, metrics, time limit, authentication, load
-/// shedding, body limit, then the route.
+/// outermost first: request id, trace, panic catcher, metrics, time limit, authentication, body
+/// read (under its own time limit, before a slot is taken), load shedding, body limit, then the
+/// route.
 pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
     let guard = Arc::new(auth::Guard::new(settings.auth, settings.open_paths));
     let slots = Arc::new(Semaphore::new(settings.limits.max_concurrent_requests));
     let (api, document) = routes();
-    api.merge(SwaggerUi::new("/docs").url("/openapi.json", document))
+    api.merge(docs::router(document))
         .fallback(|| async { Problem::not_found("no such resource").into_response() })
         .method_not_allowed_fallback(|| async {
             Problem::new(
@@ -110,6 +113,10 @@ pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             slots,
             limits::shed_load,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            settings.limits.body_read_timeout,
+            limits::read_body,
         ))
         .layer(axum::middleware::from_fn_with_state(
             guard,
@@ -141,7 +148,8 @@ pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
                     "http",
                     method = %request.method(),
                     path = %request.uri().path(),
-                    request_id = %request_id,
+                    // Client-chosen (a tab is a legal header character): escaped.
+                    request_id = %crate::telemetry::escaped(request_id),
                 )
             }),
         )

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use crate::app::AppError;
 use crate::app::views::OrderStatusView;
 use crate::domain::{DomainError, OrderStatus, ValidationError, Version};
-use crate::telemetry::error_chain;
+use crate::telemetry::{error_chain, escaped};
 
 const PROBLEM_JSON: &str = "application/problem+json";
 
@@ -185,7 +185,7 @@ impl From<AppError> for Problem {
             )
             .retry_after(1),
             error @ AppError::Unavailable(_) => {
-                tracing::warn!(error = %error_chain(&error), "database unavailable");
+                tracing::warn!(error = %escaped(&error_chain(&error)), "database unavailable");
                 Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
@@ -195,7 +195,7 @@ impl From<AppError> for Problem {
                 .retry_after(2)
             }
             error @ (AppError::Unexpected(_) | AppError::Invariant(_)) => {
-                tracing::error!(error = %error_chain(&error), "unexpected failure");
+                tracing::error!(error = %escaped(&error_chain(&error)), "unexpected failure");
                 Problem::internal()
             }
         }

@@ -367,13 +367,16 @@ async fn two_clients_using_one_idempotency_key_make_two_independent_orders() {
     );
     assert_eq!(app.count("orders").await, 2);
 
-    // The history records who caused each change.
-    for (response, client) in [(&shop, "shop"), (&billing, "billing")] {
+    // The history records who caused each change (each client reads its own keys).
+    for (response, client, token) in [
+        (&shop, "shop", &tokens.shop),
+        (&billing, "billing", &tokens.billing),
+    ] {
         let id: Uuid = response.body["id"].as_str().unwrap().parse().unwrap();
         let history = app
             .request(
                 Request::get(format!("/v1/orders/{id}/history"))
-                    .header("authorization", as_client(&tokens.shop))
+                    .header("authorization", as_client(token))
                     .body(Body::empty())
                     .unwrap(),
             )
@@ -547,4 +550,39 @@ async fn an_api_without_clients_on_a_public_address_refuses_to_start() {
     .config;
     let error = Service::build(config, &shutdown).await.err().unwrap();
     assert!(format!("{error:#}").contains("DATABASE_URL"), "{error:#}");
+}
+
+#[tokio::test]
+async fn a_client_sees_its_own_idempotency_keys_in_the_history_and_not_anothers() {
+    let (app, tokens) = secured().await;
+    let order = app
+        .post_with(
+            "/v1/orders",
+            Some("shop-secret-key"),
+            &[("authorization", &format!("Bearer {}", tokens.shop))],
+            &order_body("c-1", 100, "EUR"),
+        )
+        .await;
+    assert_eq!(order.status, StatusCode::CREATED, "{}", order.text);
+    let order = order.body["id"].as_str().unwrap();
+    let history_as = |token: String| {
+        Operation::get(format!("/v1/orders/{order}/history")).request(Some(&bearer(&token)))
+    };
+
+    let as_shop = app.request(history_as(tokens.shop.clone())).await;
+    let as_reports = app.request(history_as(tokens.reports.clone())).await;
+
+    assert_eq!(as_shop.status, StatusCode::OK, "{}", as_shop.text);
+    assert_eq!(
+        as_shop.body["items"][0]["cause"]["idempotency_key"],
+        "shop-secret-key"
+    );
+    assert_eq!(as_reports.status, StatusCode::OK, "{}", as_reports.text);
+    let cause = &as_reports.body["items"][0]["cause"];
+    assert!(cause["idempotency_key"].is_null(), "{cause}");
+    assert_eq!(
+        cause["client_id"], "shop",
+        "who made the change stays visible"
+    );
+    assert!(!as_reports.text.contains("shop-secret-key"));
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::http::StatusCode;
 use serde_json::json;
 use sqlx::Connection;
@@ -14,7 +15,7 @@ use order_service::app::App;
 use order_service::http::{self, ApiState, HttpSettings, Limits, MAX_BODY_BYTES};
 use order_service::telemetry;
 
-use crate::helpers::{TestApp, json_post};
+use crate::helpers::{TestApp, json_post, order_body, raw_post, unique_key};
 
 fn with_limits(app: &mut TestApp, limits: Limits) {
     app.router = http::router_with(
@@ -142,12 +143,17 @@ async fn a_body_over_64_kib_is_413_and_changes_nothing() {
     assert_eq!(app.snapshot().await, [0, 0, 0, 0]);
 }
 
-/// Sends raw bytes to a real server over TCP and returns the status line of its answer.
+/// Sends raw bytes to the service's server over TCP and returns the status line of its answer.
 async fn status_line_of(raw: Vec<u8>) -> String {
     let app = TestApp::spawn().await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move { axum::serve(listener, app.router.clone()).await });
+    let server = tokio::spawn(http::serve(
+        listener,
+        app.router.clone(),
+        http::ConnectionLimits::default(),
+        std::future::pending(),
+    ));
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
     // The server may answer and close before reading everything: a failed write is expected.
     let _ = stream.write_all(&raw).await;
@@ -184,4 +190,82 @@ async fn headers_beyond_the_servers_limits_are_refused_with_431() {
     )
     .await;
     assert!(status.starts_with("HTTP/1.1 200"), "{status:?}");
+}
+
+/// A POST to `/v1/orders` whose body starts but never ends; `started` fires once the server has
+/// begun reading it.
+fn slow_body_post(started: tokio::sync::oneshot::Sender<()>) -> axum::http::Request<Body> {
+    let chunks = futures::stream::unfold(Some(started), |started| async move {
+        match started {
+            Some(started) => {
+                let _ = started.send(());
+                Some((
+                    Ok::<_, std::io::Error>(Bytes::from_static(b"{\"customer_id\":")),
+                    None,
+                ))
+            }
+            None => futures::future::pending().await,
+        }
+    });
+    raw_post(
+        "/v1/orders",
+        &[
+            ("content-type", b"application/json"),
+            ("idempotency-key", unique_key().as_bytes()),
+        ],
+        Body::from_stream(chunks),
+    )
+}
+
+#[tokio::test]
+async fn slow_bodies_do_not_take_the_slots_of_other_requests() {
+    let mut app = TestApp::spawn().await;
+    let order = app.placed_order(100).await;
+    with_limits(
+        &mut app,
+        Limits {
+            max_concurrent_requests: 2,
+            ..Limits::default()
+        },
+    );
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        let (started, reading) = tokio::sync::oneshot::channel();
+        let router = app.router.clone();
+        let request = slow_body_post(started);
+        slow.push(tokio::spawn(async move { router.oneshot(request).await }));
+        reading.await.expect("the server reads the slow body");
+    }
+
+    let read = app.order(order).await;
+    let placed = app
+        .place_order(&unique_key(), &order_body("c-2", 100, "EUR"))
+        .await;
+
+    assert_eq!(read.status, StatusCode::OK, "{}", read.text);
+    assert_eq!(placed.status, StatusCode::CREATED, "{}", placed.text);
+    for request in slow {
+        request.abort();
+    }
+}
+
+#[tokio::test]
+async fn a_body_not_received_within_the_body_read_timeout_is_408() {
+    let mut app = TestApp::spawn().await;
+    with_limits(
+        &mut app,
+        Limits {
+            body_read_timeout: Duration::from_millis(200),
+            ..Limits::default()
+        },
+    );
+    let (started, _) = tokio::sync::oneshot::channel();
+
+    let response = app.request(slow_body_post(started)).await;
+
+    assert_eq!(
+        response.problem(StatusCode::REQUEST_TIMEOUT)["type"],
+        "https://order-service.dev/problems/body-timeout"
+    );
+    assert_eq!(app.snapshot().await, [0, 0, 0, 0]);
 }

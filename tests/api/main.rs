@@ -5,6 +5,7 @@ mod common;
 
 mod auth;
 mod bad_input;
+mod cli;
 mod expiry;
 mod helpers;
 mod idempotency;
@@ -16,3 +17,4 @@ mod orders;
 mod payments;
 mod races;
 mod refunds;
+mod serving;

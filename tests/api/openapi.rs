@@ -70,3 +70,55 @@ async fn swagger_ui_and_its_assets_are_served_locally() {
     let initializer = app.get("/docs/swagger-initializer.js").await;
     assert!(initializer.text.contains("/openapi.json"));
 }
+
+#[tokio::test]
+async fn an_unknown_docs_page_is_a_problem_json_404() {
+    let app = TestApp::spawn().await;
+
+    let response = app.get("/docs/no-such-asset.js").await;
+
+    response.problem(StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_docs_page_may_not_be_framed_and_runs_only_its_own_scripts() {
+    let app = TestApp::spawn().await;
+
+    let page = app.get("/docs/").await;
+
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    let policy = page
+        .header("content-security-policy")
+        .expect("a Content-Security-Policy");
+    let directive = |name: &str| {
+        policy
+            .split(';')
+            .map(str::trim)
+            .find_map(|d| d.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {policy}"))
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(directive("script-src"), "'self'");
+    assert_eq!(directive("frame-ancestors"), "'none'");
+    assert!(directive("style-src").starts_with("'self'"), "{policy}");
+    assert_eq!(directive("default-src"), "'none'");
+    // Everything the page loads comes from this origin (the policy allows nothing else), and
+    // it has no inline script the policy would block.
+    for source in page
+        .text
+        .split(['"', '\''])
+        .filter(|s| s.ends_with(".js") || s.ends_with(".css"))
+    {
+        assert!(
+            source.starts_with("./") || !source.contains(':'),
+            "{source}"
+        );
+    }
+    assert!(
+        !page.text.contains("<script>"),
+        "an inline script: {}",
+        page.text
+    );
+}

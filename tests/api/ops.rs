@@ -110,3 +110,30 @@ async fn instances_starting_at_once_create_and_migrate_the_database_once() {
         assert!(result.is_ok(), "{result:?}");
     }
 }
+
+#[tokio::test]
+async fn a_request_with_a_long_custom_method_leaves_metrics_without_it() {
+    let app = TestApp::spawn().await;
+    let method = format!("X{}", "Y".repeat(10_000));
+    let request = axum::http::Request::builder()
+        .method(method.as_str())
+        .uri("/health/live")
+        .body(axum::body::Body::empty())
+        .unwrap();
+
+    let response = app.request(request).await;
+
+    assert_eq!(response.status, StatusCode::METHOD_NOT_ALLOWED);
+    let metrics = app.get("/metrics").await;
+    assert!(!metrics.text.contains("YYYYYYYY"), "the method is a label");
+    assert!(
+        metrics
+            .text
+            .lines()
+            .any(|l| l.starts_with("http_requests_total")
+                && l.contains("method=\"other\"")
+                && l.contains("status=\"405\"")),
+        "{}",
+        metrics.text
+    );
+}

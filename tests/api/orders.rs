@@ -335,3 +335,18 @@ async fn an_invalid_customer_id_filter_is_a_400_problem() {
         .await;
     assert_eq!(longest.status, StatusCode::OK, "{}", longest.text);
 }
+
+#[tokio::test]
+async fn a_forged_cursor_with_a_date_postgres_cannot_store_is_400() {
+    let app = TestApp::spawn().await;
+    // The year 10000 BC, in the cursor's format: hex of `<unix micros>.<order id>`.
+    let micros: i64 = -377_705_116_800_000_000;
+    let forged = hex::encode(format!("{micros}.{}", Uuid::new_v4()));
+
+    let response = app.get(&format!("/v1/orders?after={forged}")).await;
+
+    assert_eq!(
+        response.problem(StatusCode::BAD_REQUEST)["type"],
+        "https://order-service.dev/problems/invalid-cursor"
+    );
+}
