@@ -7,6 +7,7 @@ pub mod consumer;
 pub mod decision;
 pub mod envelope;
 pub mod relay;
+mod republish;
 pub mod topology;
 mod worker;
 
