@@ -18,3 +18,4 @@ mod payments;
 mod races;
 mod refunds;
 mod serving;
+mod upgrade;

@@ -50,6 +50,46 @@ impl TestDb {
     /// A database with a pool of up to `max_connections`. Tests run in parallel and the server
     /// allows 100 connections: the pools of the tests running side by side must fit.
     pub async fn create_with_pool(lock_timeout: Duration, max_connections: u32) -> Self {
+        let db = Self::create_empty(lock_timeout, max_connections).await;
+        let mut connection = db.migrator().await;
+        store::migrate(&mut connection)
+            .await
+            .expect("migrate the test database");
+        db
+    }
+
+    /// A database migrated only up to the migration file named `first_missing` (excluded): the
+    /// schema an earlier release left, for tests of an upgrade. `store::migrate` applies the rest.
+    pub async fn create_before_migration(first_missing: &str) -> Self {
+        let db = Self::create_empty(Duration::from_secs(5), 4).await;
+        let earlier = std::env::temp_dir().join(format!("{}-migrations", db.name));
+        std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
+        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        for entry in std::fs::read_dir(&source).expect("the migrations directory") {
+            let path = entry.expect("a migration file").path();
+            let name = path
+                .file_name()
+                .expect("a file name")
+                .to_string_lossy()
+                .into_owned();
+            if name.as_str() < first_missing {
+                std::fs::copy(&path, earlier.join(&name)).expect("copy a migration");
+            }
+        }
+        let migrator = sqlx::migrate::Migrator::new(earlier.as_path())
+            .await
+            .expect("the earlier migrations");
+        let mut connection = db.migrator().await;
+        migrator
+            .run(&mut *connection)
+            .await
+            .expect("apply the earlier migrations");
+        std::fs::remove_dir_all(&earlier).expect("remove the copied migrations");
+        db
+    }
+
+    /// A new, empty database; from the moment it exists, dropping the value drops it.
+    async fn create_empty(lock_timeout: Duration, max_connections: u32) -> Self {
         static LEFTOVERS_DROPPED: OnceCell<()> = OnceCell::const_new();
         LEFTOVERS_DROPPED.get_or_init(drop_leftovers).await;
 
@@ -64,22 +104,19 @@ impl TestDb {
             .expect("create the test database");
         admin.close().await;
         let options = store::connect_options(&url, lock_timeout).expect("valid url");
-        // From here on, a panic drops the database with `db`.
-        let db = Self {
+        Self {
             pool: store::pool(options, max_connections),
             name,
             url,
-        };
-        let migrator = patient(&db.url)
+        }
+    }
+
+    /// A single connection to this database, for migrating it.
+    async fn migrator(&self) -> sqlx::pool::PoolConnection<sqlx::Postgres> {
+        let pool = patient(&self.url)
             .await
             .expect("connect to the test database");
-        let mut connection = migrator.acquire().await.expect("a connection");
-        store::migrate(&mut connection)
-            .await
-            .expect("migrate the test database");
-        drop(connection);
-        migrator.close().await;
-        db
+        pool.acquire().await.expect("a connection")
     }
 
     /// A database with a pool of 24 connections.
