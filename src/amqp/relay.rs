@@ -203,7 +203,9 @@ impl Relay {
     /// Between batches: refresh the backlog gauge; prune when due.
     async fn housekeeping(&self, next_prune: &mut Instant) {
         if let Ok(backlog) = outbox::backlog(&self.pool).await {
-            metrics::gauge!("outbox_backlog").set(backlog as f64);
+            metrics::gauge!("outbox_backlog").set(backlog.events as f64);
+            metrics::gauge!("outbox_oldest_unpublished_age_seconds")
+                .set(backlog.oldest_age_seconds);
         }
         if Instant::now() < *next_prune {
             return;

@@ -51,6 +51,15 @@ impl Worker {
             ),
             Err(_) => (String::new(), "unparsable", String::new()),
         };
+        if let Ok(envelope) = &parsed {
+            // How late the message is handled: the publisher's clock against ours, so a skew
+            // shows too; never below 0.
+            let age = (chrono::Utc::now() - envelope.occurred_at)
+                .to_std()
+                .unwrap_or_default();
+            metrics::histogram!("amqp_message_age_seconds", "type" => event_type)
+                .record(age.as_secs_f64());
+        }
         let span = tracing::info_span!("amqp_message", %event_id, %event_type, %order_id, attempt);
         async move {
             let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));

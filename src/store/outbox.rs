@@ -107,13 +107,26 @@ impl ClaimedBatch {
     }
 }
 
-/// Events not yet published.
-pub async fn backlog(pool: &PgPool) -> Result<i64, StoreError> {
-    Ok(
-        sqlx::query_scalar("SELECT count(*) FROM outbox WHERE published_at IS NULL")
-            .fetch_one(pool)
-            .await?,
+/// The events not yet published: how many, and how long the oldest has waited.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backlog {
+    pub events: i64,
+    /// Seconds since the oldest unpublished event was committed (by the database's clock); 0
+    /// when nothing waits.
+    pub oldest_age_seconds: f64,
+}
+
+pub async fn backlog(pool: &PgPool) -> Result<Backlog, StoreError> {
+    let (events, oldest_age_seconds): (i64, Option<f64>) = sqlx::query_as(
+        "SELECT count(*), extract(epoch FROM now() - min(created_at))::float8 \
+         FROM outbox WHERE published_at IS NULL",
     )
+    .fetch_one(pool)
+    .await?;
+    Ok(Backlog {
+        events,
+        oldest_age_seconds: oldest_age_seconds.unwrap_or(0.0).max(0.0),
+    })
 }
 
 /// Deletes up to `batch` published rows older than `age`; returns how many went.

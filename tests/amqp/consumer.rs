@@ -367,3 +367,21 @@ async fn a_refused_event_is_counted_as_a_conflict_like_a_refused_request() {
     h.wait_for_dead_letters(1).await;
     assert!(conflicts("transfer-conflict") >= before + 1.0);
 }
+
+#[tokio::test]
+async fn how_late_a_message_is_handled_is_measured_by_type() {
+    let metrics = order_service::telemetry::metrics();
+    let mut h = Harness::start().await;
+    h.spawn_consumer();
+    let order = Uuid::new_v4();
+    h.place("placed", order, 1000).await;
+    h.wait_for_status(order, "PENDING_PAYMENT").await;
+
+    let rendered = metrics.render();
+    assert!(
+        rendered
+            .lines()
+            .any(|line| line.starts_with("amqp_message_age_seconds_count{type=\"order.placed\"}")),
+        "{rendered}"
+    );
+}

@@ -78,7 +78,7 @@ async fn cancel(app: &App, order: OrderId) {
 }
 
 async fn unpublished(h: &Harness) -> i64 {
-    outbox::backlog(&h.db.pool).await.unwrap()
+    outbox::backlog(&h.db.pool).await.unwrap().events
 }
 
 async fn wait_until_every_row_is_marked(h: &Harness) {
@@ -330,5 +330,32 @@ async fn pruning_removes_only_published_rows_older_than_the_retention() {
         left,
         [false, true, true],
         "the recent published row and both unpublished stay"
+    );
+}
+
+#[tokio::test]
+async fn the_backlog_reports_how_long_the_oldest_unpublished_event_has_waited() {
+    let h = Harness::start().await;
+    assert_eq!(
+        outbox::backlog(&h.db.pool).await.unwrap(),
+        outbox::Backlog {
+            events: 0,
+            oldest_age_seconds: 0.0
+        }
+    );
+    place(&h.app, 1000).await;
+    place(&h.app, 1000).await;
+    // As if the relay had been down for an hour.
+    sqlx::query("UPDATE outbox SET created_at = now() - interval '1 hour'")
+        .execute(&h.db.pool)
+        .await
+        .unwrap();
+
+    let backlog = outbox::backlog(&h.db.pool).await.unwrap();
+
+    assert_eq!(backlog.events, 2);
+    assert!(
+        (3600.0..3700.0).contains(&backlog.oldest_age_seconds),
+        "{backlog:?}"
     );
 }
