@@ -97,6 +97,8 @@ pub async fn cancel_order(
     params(("id" = uuid::Uuid, Path, description = "The order id")),
     responses(
         (status = 200, description = "The transitions of the order", body = HistoryList),
+        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn order_history(

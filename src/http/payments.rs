@@ -111,6 +111,8 @@ pub async fn record_refund(
     params(("id" = uuid::Uuid, Path, description = "The order id")),
     responses(
         (status = 200, description = "The ledger entries of the order: payments (`in`) and refunds (`out`)", body = LedgerList),
+        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_payments(
