@@ -1,7 +1,6 @@
 //! `/v1/orders/{id}/payments` and `/refunds`: record money in or out, read the order's ledger.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::dto::{LedgerList, PaymentRequest, PaymentResponse, RefundRequest, RefundResponse};
@@ -9,7 +8,7 @@ use super::extract::{Caller, Mutation, OrderPath};
 use super::problem::{CommandProblems, Problem};
 use super::respond;
 use super::state::ApiState;
-use crate::app::views::{LedgerEntryView, OrderView};
+use crate::app::views::LedgerEntryView;
 
 /// Record a payment.
 ///
@@ -43,17 +42,9 @@ pub async fn record_payment(
     let cause = request.cause(caller);
     let payment = request.body.try_into_domain(order_id)?;
     let outcome = state.app.record_payment(payment, &cause).await?;
-    let receipt = outcome.value();
-    let body = PaymentResponse {
-        order: OrderView::from(&receipt.order),
-        transfer: LedgerEntryView::from(&receipt.entry),
-    };
-    Ok(respond::command(
-        StatusCode::CREATED,
-        &outcome,
-        &receipt.order,
-        body,
-    ))
+    Ok(respond::receipt(&outcome, |order, transfer| {
+        PaymentResponse { order, transfer }
+    }))
 }
 
 /// Record a refund.
@@ -90,17 +81,10 @@ pub async fn record_refund(
     let cause = request.cause(caller);
     let refund = request.body.try_into_domain(order_id)?;
     let outcome = state.app.record_refund(refund, &cause).await?;
-    let receipt = outcome.value();
-    let body = RefundResponse {
-        order: OrderView::from(&receipt.order),
-        refund: LedgerEntryView::from(&receipt.entry),
-    };
-    Ok(respond::command(
-        StatusCode::CREATED,
-        &outcome,
-        &receipt.order,
-        body,
-    ))
+    Ok(respond::receipt(&outcome, |order, refund| RefundResponse {
+        order,
+        refund,
+    }))
 }
 
 /// The order's ledger entries, both directions, oldest first.

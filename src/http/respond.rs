@@ -4,8 +4,8 @@ use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::app::Outcome;
-use crate::app::views::OrderView;
+use crate::app::views::{LedgerEntryView, OrderView};
+use crate::app::{Outcome, Receipt};
 use crate::domain::Order;
 
 pub static IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
@@ -43,6 +43,20 @@ pub fn command<T, B: Serialize>(
 pub fn order(status: StatusCode, outcome: &Outcome<Order>) -> Response {
     let order = outcome.value();
     command(status, outcome, order, OrderView::from(order))
+}
+
+/// A recorded payment's or refund's result (201): `body` shapes the order after it and its
+/// ledger entry.
+pub fn receipt<B: Serialize>(
+    outcome: &Outcome<Receipt>,
+    body: impl FnOnce(OrderView, LedgerEntryView) -> B,
+) -> Response {
+    let receipt = outcome.value();
+    let body = body(
+        OrderView::from(&receipt.order),
+        LedgerEntryView::from(&receipt.entry),
+    );
+    command(StatusCode::CREATED, outcome, &receipt.order, body)
 }
 
 pub fn location(mut response: Response, order: &Order) -> Response {
