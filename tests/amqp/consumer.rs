@@ -303,30 +303,21 @@ async fn a_message_still_premature_after_the_last_attempt_is_dead_lettered() {
 
 #[tokio::test]
 async fn a_rest_payment_and_an_amqp_payment_of_one_transfer_make_one_ledger_row() {
-    use axum::body::Body;
-    use axum::http::{Request, StatusCode};
-    use tower::ServiceExt;
+    use axum::http::StatusCode;
 
     let mut h = Harness::start().await;
     h.spawn_consumer();
     let order = Uuid::new_v4();
     h.place("placed", order, 1000).await;
     h.wait_for_status(order, "PENDING_PAYMENT").await;
-    let router = order_service::http::router(order_service::http::ApiState {
-        app: h.app.clone(),
-        metrics: order_service::telemetry::metrics(),
-        readiness: Default::default(),
-    });
-
-    let request = Request::post(format!("/v1/orders/{order}/payments"))
-        .header("content-type", "application/json")
-        .header("idempotency-key", "rest-1")
-        .body(Body::from(
-            json!({"transfer_id": "t-shared", "amount_minor": 1000, "currency": "EUR"}).to_string(),
-        ))
-        .unwrap();
-    let response = router.oneshot(request).await.unwrap();
-    assert_eq!(response.status(), StatusCode::CREATED);
+    let status = h
+        .post_over_rest(
+            &format!("/v1/orders/{order}/payments"),
+            "rest-1",
+            json!({"transfer_id": "t-shared", "amount_minor": 1000, "currency": "EUR"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
     h.pay("amqp-copy", order, "t-shared", 1000).await;
     h.wait_until_drained(2).await;
     h.stop_consumers().await;

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
 use lapin::options::{
     BasicAckOptions, BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions,
     QueueDeclareOptions,
@@ -12,6 +14,7 @@ use lapin::{BasicProperties, Channel, Connection};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
 use uuid::Uuid;
 
 use order_service::amqp::consumer::Settled;
@@ -235,6 +238,22 @@ impl Harness {
     }
 
     /// Publishes an envelope of `event_type` with `data` and returns its body.
+    /// POSTs `body` to `path` of the REST API (in-process, open, on this harness's database)
+    /// with `key` as its Idempotency-Key: the other door to the same application.
+    pub async fn post_over_rest(&self, path: &str, key: &str, body: Value) -> StatusCode {
+        let router = order_service::http::router(order_service::http::ApiState {
+            app: self.app.clone(),
+            metrics: order_service::telemetry::metrics(),
+            readiness: Readiness::default(),
+        });
+        let request = Request::post(path)
+            .header("content-type", "application/json")
+            .header("idempotency-key", key)
+            .body(Body::from(body.to_string()))
+            .expect("a request");
+        router.oneshot(request).await.expect("a response").status()
+    }
+
     pub async fn publish(&self, event_id: &str, event_type: &str, data: Value) -> Vec<u8> {
         let body = envelope(event_id, event_type, data)
             .to_string()

@@ -2,12 +2,10 @@
 //! however often it arrives, dead-lettered when it can never apply, and retried while it exceeds
 //! what the order holds, since the payment it gives back may still be on its way.
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use lapin::options::{BasicGetOptions, BasicNackOptions};
 use lapin::types::AMQPValue;
 use serde_json::json;
-use tower::ServiceExt;
 use uuid::Uuid;
 
 use crate::common::eventually;
@@ -151,20 +149,14 @@ async fn a_refund_delivered_many_times_and_through_rest_too_is_recorded_once() {
     h.place("placed", order, 1000).await;
     h.pay("overpaid", order, "t-1", 1500).await;
     h.wait_for_status(order, "PAID").await;
-    let router = order_service::http::router(order_service::http::ApiState {
-        app: h.app.clone(),
-        metrics: order_service::telemetry::metrics(),
-        readiness: Default::default(),
-    });
-    let request = Request::post(format!("/v1/orders/{order}/refunds"))
-        .header("content-type", "application/json")
-        .header("idempotency-key", "rest-1")
-        .body(Body::from(
-            json!({"refund_id": "re-shared", "amount_minor": 500, "currency": "EUR"}).to_string(),
-        ))
-        .unwrap();
-    let response = router.oneshot(request).await.unwrap();
-    assert_eq!(response.status(), StatusCode::CREATED);
+    let status = h
+        .post_over_rest(
+            &format!("/v1/orders/{order}/refunds"),
+            "rest-1",
+            json!({"refund_id": "re-shared", "amount_minor": 500, "currency": "EUR"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
 
     for _ in 0..5 {
         h.refund("provider-event", order, "re-shared", 500).await;
