@@ -8,17 +8,18 @@ use chrono::{DateTime, Utc};
 use crate::store::orders::{self, OrderFilter};
 use crate::store::{transfers, transitions};
 
-/// Where a page of the newest-first listing starts: strictly after this order.
+/// Where a page of a newest-first listing starts: strictly after the item with this time and id
+/// (an order's `created_at`, a dead letter's `last_dead_lettered_at`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cursor {
-    pub created_at: DateTime<Utc>,
-    pub id: OrderId,
+pub struct Cursor<Id = OrderId> {
+    pub at: DateTime<Utc>,
+    pub id: Id,
 }
 
 impl Cursor {
     fn after(order: &Order) -> Self {
         Self {
-            created_at: order.created_at,
+            at: order.created_at,
             id: order.id,
         }
     }
@@ -59,7 +60,7 @@ impl App {
         let mut items = orders::list(
             &self.pool,
             &filter,
-            page.after.map(|c| (c.created_at, c.id)),
+            page.after.map(|c| (c.at, c.id)),
             limit as i64 + 1,
         )
         .await?;

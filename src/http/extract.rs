@@ -1,9 +1,9 @@
 //! Extractors that turn raw requests into domain values, answering problem+json when they cannot:
-//! the Idempotency-Key and body of a mutation, the order id in the path, `If-Match`, the
-//! authenticated caller.
+//! the Idempotency-Key and body of a mutation, the order id in the path, a listing's query,
+//! `If-Match`, the authenticated caller.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
@@ -122,6 +122,20 @@ impl<S: Send + Sync> FromRequestParts<S> for OrderPath {
         raw.parse()
             .map(OrderPath)
             .map_err(|_| Problem::bad_request("invalid-order-id", "the order id must be a UUID"))
+    }
+}
+
+/// A listing's query parameters; parameters that do not parse are 400 `invalid-query`.
+pub struct ListQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ListQuery<T> {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Query(params) = Query::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| Problem::bad_request("invalid-query", e.body_text()))?;
+        Ok(ListQuery(params))
     }
 }
 

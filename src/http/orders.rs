@@ -1,6 +1,6 @@
 //! `/v1/orders`: place, read and list orders.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -9,16 +9,13 @@ use utoipa::IntoParams;
 
 use super::cursor;
 use super::dto::{OrderList, PlaceOrderRequest};
-use super::extract::{Caller, Mutation, OrderPath};
+use super::extract::{Caller, ListQuery, Mutation, OrderPath};
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
 use crate::app::PageRequest;
 use crate::app::views::{OrderStatusView, OrderView};
 use crate::domain::CustomerId;
-
-pub const MAX_PAGE: u16 = 100;
-const DEFAULT_PAGE: u16 = 20;
 
 /// Place an order.
 ///
@@ -111,22 +108,9 @@ pub struct ListParams {
 )]
 pub async fn list_orders(
     State(state): State<ApiState>,
-    params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
+    ListQuery(params): ListQuery<ListParams>,
 ) -> Result<axum::Json<OrderList>, Problem> {
-    let Query(params) = params.map_err(|e| Problem::bad_request("invalid-query", e.body_text()))?;
-    let limit = params.limit.unwrap_or(DEFAULT_PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(Problem::bad_request(
-            "invalid-query",
-            format!("limit must be between 1 and {MAX_PAGE}"),
-        ));
-    }
-    let after = params
-        .after
-        .as_deref()
-        .map(cursor::decode)
-        .transpose()
-        .map_err(|_| Problem::bad_request("invalid-cursor", "after is not a cursor of this API"))?;
+    let (limit, after) = cursor::page(params.limit, params.after.as_deref())?;
     let customer_id = params
         .customer_id
         .as_deref()
