@@ -46,7 +46,7 @@ async fn main() -> anyhow::Result<()> {
 
     let connection = connect(AMQP_URL, "relay latency").await?;
     let channel = connection.create_channel().await?;
-    topology::declare_outbound(&channel, &exchange).await?;
+    topology::declare_topic(&channel, &exchange).await?;
     let queue = channel
         .queue_declare(
             "".into(),

@@ -34,8 +34,14 @@ pub fn decide<T>(result: &Result<Outcome<T>, AppError>) -> Disposition {
             reason: reason.to_string(),
         },
         Err(AppError::Refused { reason, .. }) => dead(reason.to_string()),
-        // Events carry no Idempotency-Key and no If-Match; should one appear, it cannot succeed.
-        Err(e @ (AppError::KeyReused | AppError::PreconditionFailed { .. })) => dead(e.to_string()),
+        // Events carry no Idempotency-Key and no If-Match, and do not act on dead letters; should
+        // one of these appear, it cannot succeed.
+        Err(
+            e @ (AppError::KeyReused
+            | AppError::PreconditionFailed { .. }
+            | AppError::DeadLetterNotFound(_)
+            | AppError::NotParked { .. }),
+        ) => dead(e.to_string()),
         Err(AppError::Busy) => Disposition::Wait {
             reason: "the order is locked by a concurrent transaction".into(),
         },

@@ -1,11 +1,12 @@
 //! The AMQP side: the inbound consumer (events drive the same commands as the REST API), the
 //! decision table that settles each delivery, the broker topology, and the outbox relay that
-//! publishes committed events.
+//! publishes committed events (and replayed dead letters, with their stored properties).
 
 mod connection;
 pub mod consumer;
 pub mod decision;
 pub mod envelope;
+pub mod properties;
 pub mod relay;
 mod republish;
 pub mod topology;

@@ -4,10 +4,13 @@
 //! `message_id`.
 //!
 //! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
-//! which keeps each order's events in version order. A relay wakes on the NOTIFY the application
+//! which keeps each order's events in version order. A raw row (a replayed dead letter) is
+//! published as it is to its own exchange (the inbound one), declared once per session. A relay wakes on the NOTIFY the application
 //! sends after committing events, and polls slowly as a fallback; it prunes old published rows
 //! itself.
 
+use std::borrow::Cow;
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -22,7 +25,7 @@ use super::connection::{AmqpError, Backoff, connect, reconnecting};
 use crate::config::RelayConfig;
 use crate::health::Signal;
 use crate::store::StoreError;
-use crate::store::outbox::{self, NOTIFY_CHANNEL, PendingEvent};
+use crate::store::outbox::{self, NOTIFY_CHANNEL, PendingEvent, PendingMessage};
 
 /// Rows deleted per pruning statement, to keep each delete short.
 const PRUNE_BATCH: i64 = 1_000;
@@ -89,7 +92,7 @@ impl Relay {
         channel
             .confirm_select(ConfirmSelectOptions::default())
             .await?;
-        super::topology::declare_outbound(&channel, &self.exchange).await?;
+        super::topology::declare_topic(&channel, &self.exchange).await?;
         self.ready.set(true);
         tracing::info!(exchange = %self.exchange, "outbox relay publishing");
 
@@ -99,6 +102,7 @@ impl Relay {
         let mut listener = self.listen().await;
         let mut db_backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
         let mut next_prune = Instant::now();
+        let mut declared = HashSet::new();
         let result = loop {
             if shutdown.is_cancelled() {
                 break Ok(());
@@ -106,7 +110,7 @@ impl Relay {
             if !channel.status().connected() {
                 break Err(AmqpError::Disconnected);
             }
-            let wait = match self.publish_batch(&channel).await {
+            let wait = match self.publish_batch(&channel, &mut declared).await {
                 // A full batch: more are probably waiting.
                 Ok(published) if published >= self.config.batch_size as usize => continue,
                 Ok(_) => {
@@ -150,7 +154,11 @@ impl Relay {
     /// Publishes the oldest unpublished events; returns how many were confirmed and marked.
     /// Stops at the first event the broker does not confirm, so nothing after it is marked out of
     /// order; the rest go again in the next batch.
-    async fn publish_batch(&self, channel: &Channel) -> Result<usize, BatchError> {
+    async fn publish_batch(
+        &self,
+        channel: &Channel,
+        declared: &mut HashSet<String>,
+    ) -> Result<usize, BatchError> {
         let Some(batch) = outbox::claim_batch(&self.pool, self.config.batch_size).await? else {
             return Ok(0);
         };
@@ -160,6 +168,13 @@ impl Relay {
         let deadline = tokio::time::Instant::now() + BATCH_DEADLINE;
         let mut pending = Vec::with_capacity(events.len());
         for event in events {
+            // A raw message's exchange (the inbound one) is declared as the topology declares it,
+            // so a replay never meets a missing exchange (which would close the channel).
+            if let PendingMessage::Raw { exchange, .. } = &event.message
+                && declared.insert(exchange.clone())
+            {
+                super::topology::declare_topic(channel, exchange).await?;
+            }
             let published =
                 tokio::time::timeout_at(deadline, publish(channel, &self.exchange, event))
                     .await
@@ -236,18 +251,38 @@ async fn publish(
     exchange: &str,
     event: &PendingEvent,
 ) -> lapin::Result<lapin::PublisherConfirm> {
-    let body = serde_json::to_vec(&event.payload).unwrap_or_default();
-    let properties = BasicProperties::default()
-        .with_message_id(event.event_id.to_string().into())
-        .with_content_type("application/json".into())
-        .with_type(event.event_type.as_str().into())
-        .with_app_id("order-service".into())
-        .with_timestamp(u64::try_from(event.created_at.timestamp()).unwrap_or(0))
-        .with_delivery_mode(2);
+    let (exchange, routing_key, body, properties) = match &event.message {
+        PendingMessage::Event {
+            event_type,
+            payload,
+        } => (
+            exchange,
+            event_type.as_str(),
+            Cow::Owned(serde_json::to_vec(payload).unwrap_or_default()),
+            BasicProperties::default()
+                .with_message_id(event.event_id.to_string().into())
+                .with_content_type("application/json".into())
+                .with_type(event_type.as_str().into())
+                .with_app_id("order-service".into())
+                .with_timestamp(u64::try_from(event.created_at.timestamp()).unwrap_or(0))
+                .with_delivery_mode(2),
+        ),
+        PendingMessage::Raw {
+            exchange,
+            routing_key,
+            body,
+            properties,
+        } => (
+            exchange.as_str(),
+            routing_key.as_str(),
+            Cow::Borrowed(body.as_slice()),
+            super::properties::decode(properties),
+        ),
+    };
     channel
         .basic_publish(
-            ShortString::from(exchange),
-            ShortString::from(event.event_type.as_str()),
+            ShortString::try_new(exchange).unwrap_or_default(),
+            ShortString::try_new(routing_key).unwrap_or_default(),
             BasicPublishOptions::default(),
             &body,
             properties,

@@ -120,8 +120,8 @@ impl Topology {
     }
 
     async fn declare_with(&self, channel: &Channel, inbox: Inbox) -> lapin::Result<()> {
-        declare_exchange(channel, &self.inbound_exchange, ExchangeKind::Topic).await?;
-        declare_outbound(channel, &self.outbound_exchange).await?;
+        declare_topic(channel, &self.inbound_exchange).await?;
+        declare_topic(channel, &self.outbound_exchange).await?;
         declare_exchange(channel, &self.dead_letter_exchange, ExchangeKind::Fanout).await?;
 
         let durable_queue = QueueDeclareOptions {
@@ -228,8 +228,9 @@ impl Topology {
     }
 }
 
-/// The exchange the outbox relay publishes to; the relay declares it on its own connection.
-pub async fn declare_outbound(channel: &Channel, exchange: &str) -> lapin::Result<()> {
+/// A durable topic exchange, as the outbound and inbound exchanges are declared; the relay
+/// declares those it publishes to (order events, replayed dead letters) on its own connection.
+pub async fn declare_topic(channel: &Channel, exchange: &str) -> lapin::Result<()> {
     declare_exchange(channel, exchange, ExchangeKind::Topic).await
 }
 

@@ -1,13 +1,21 @@
 //! What a command or query can fail with. Each door maps these exhaustively, once; the causes of
 //! the unexpected ones travel as `#[source]` so the door logs the whole chain.
 
-use crate::domain::{DomainError, OrderId, OrderStatus, Version};
+use crate::domain::{DeadLetterId, DeadLetterStatus, DomainError, OrderId, OrderStatus, Version};
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error("order {0} not found")]
     NotFound(OrderId),
+    #[error("dead letter {0} not found")]
+    DeadLetterNotFound(DeadLetterId),
+    /// Only a parked dead letter can be replayed or discarded; this one was already settled.
+    #[error("dead letter {id} is {status}, not parked")]
+    NotParked {
+        id: DeadLetterId,
+        status: DeadLetterStatus,
+    },
     /// The domain refused the command; the order's current status and version explain why.
     #[error("{reason}")]
     Refused {

@@ -8,7 +8,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::AppError;
-use super::runner::{Attempt, Written};
+use super::runner::{Attempt, Transition, Written};
 use super::views::OrderView;
 use crate::domain::{Cause, Change, EventType, Order, OrderId, TransferId, Version};
 use crate::store::outbox::{self, NewEvent};
@@ -74,7 +74,7 @@ pub(super) async fn write_events(
 /// The history row of the change that produced `order`.
 pub(super) async fn write_history(
     conn: &mut PgConnection,
-    written: &Written,
+    transition: &Transition,
     order: &Order,
     transfer_id: Option<&TransferId>,
     cause: &Cause,
@@ -82,9 +82,9 @@ pub(super) async fn write_history(
     let row = NewTransition {
         order_id: order.id,
         version: order.version,
-        kind: written.kind,
-        from: written.from,
-        to: written.to,
+        kind: transition.kind,
+        from: transition.from,
+        to: transition.to,
         transfer_id,
         cause,
     };
@@ -103,14 +103,15 @@ pub(super) async fn write_change<T>(
     let Guarded::Applied(order) = orders::apply(conn, change).await? else {
         return Ok(Attempt::Lost);
     };
-    let written = Written {
+    let transition = Transition {
         kind: change.kind,
         from: Some(change.from),
         to: order.status,
     };
-    let Inserted::New(()) = write_history(conn, &written, &order, transfer_id, cause).await? else {
+    let Inserted::New(()) = write_history(conn, &transition, &order, transfer_id, cause).await?
+    else {
         return Ok(Attempt::Lost);
     };
     write_events(conn, &change.events, &order).await?;
-    Ok(Attempt::Applied(value(order), written))
+    Ok(Attempt::Applied(value(order), Written::Order(transition)))
 }

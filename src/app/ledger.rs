@@ -4,10 +4,11 @@
 use sqlx::PgConnection;
 
 use super::events::write_change;
+use super::keys;
 use super::runner::{Attempt, Command, run};
 use super::{App, AppError, Outcome};
 use crate::domain::{Cause, Decision, LedgerEntry, Order, Payment, Refund, Transfer};
-use crate::store::transitions::KeyedChange;
+use crate::store::keys::KeyHolder;
 use crate::store::{Inserted, StoreError, orders, transfers};
 
 /// What a recorded payment or refund returns: the order after it, and the ledger entry.
@@ -90,9 +91,9 @@ impl Command for RecordTransfer {
     async fn replay(
         &self,
         conn: &mut PgConnection,
-        prior: &KeyedChange,
+        prior: &KeyHolder,
     ) -> Result<Receipt, AppError> {
-        let transfer_id = prior
+        let transfer_id = keys::change(prior)?
             .transfer_id
             .as_ref()
             .ok_or(AppError::Invariant("a keyed ledger change has no transfer"))?;

@@ -6,10 +6,10 @@ use sqlx::PgConnection;
 
 use super::events::{write_events, write_history};
 use super::keys::keyed_order;
-use super::runner::{Attempt, Command, Written, run};
+use super::runner::{Attempt, Command, Transition, Written, run};
 use super::{App, AppError, Outcome};
 use crate::domain::{Cause, Decision, EventType, NewOrder, Order, TransitionKind};
-use crate::store::transitions::KeyedChange;
+use crate::store::keys::KeyHolder;
 use crate::store::{Inserted, orders};
 
 impl App {
@@ -49,23 +49,19 @@ impl Command for Place {
         else {
             return Ok(Attempt::Lost);
         };
-        let written = Written {
+        let transition = Transition {
             kind: TransitionKind::Created,
             from: None,
             to: order.status,
         };
-        let Inserted::New(()) = write_history(conn, &written, &order, None, cause).await? else {
+        let Inserted::New(()) = write_history(conn, &transition, &order, None, cause).await? else {
             return Ok(Attempt::Lost);
         };
         write_events(conn, &[EventType::OrderCreated], &order).await?;
-        Ok(Attempt::Applied(order, written))
+        Ok(Attempt::Applied(order, Written::Order(transition)))
     }
 
-    async fn replay(
-        &self,
-        conn: &mut PgConnection,
-        prior: &KeyedChange,
-    ) -> Result<Order, AppError> {
+    async fn replay(&self, conn: &mut PgConnection, prior: &KeyHolder) -> Result<Order, AppError> {
         keyed_order(conn, prior).await
     }
 }

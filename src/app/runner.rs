@@ -9,9 +9,9 @@ use sqlx::{Connection, PgConnection, PgPool};
 
 use super::keys::prior_change;
 use super::{AppError, Outcome};
-use crate::domain::{Cause, OrderStatus, TransitionKind};
+use crate::domain::{Cause, DeadLetterAction, OrderStatus, TransitionKind};
+use crate::store::keys::KeyHolder;
 use crate::store::outbox;
-use crate::store::transitions::KeyedChange;
 
 /// How many times a command re-reads and decides again after losing a race. Each lost race means
 /// another writer committed, so the loop always makes progress; the bound only guards against a
@@ -29,11 +29,12 @@ pub(super) trait Command: Sync {
         cause: &Cause,
     ) -> impl Future<Output = Result<Attempt<Self::Output>, AppError>> + Send;
 
-    /// The current state of what `prior` (the change this request's key already made) touched.
+    /// The current state of what `prior` (the change or action this request's key already made)
+    /// touched.
     fn replay(
         &self,
         conn: &mut PgConnection,
-        prior: &KeyedChange,
+        prior: &KeyHolder,
     ) -> impl Future<Output = Result<Self::Output, AppError>> + Send;
 }
 
@@ -47,8 +48,19 @@ pub(super) enum Attempt<T> {
     Lost,
 }
 
-/// What a written change was, for the metrics.
-pub(super) struct Written {
+/// What a command wrote, for the metrics.
+pub(super) enum Written {
+    /// An order changed: one history row.
+    Order(Transition),
+    /// Dead letters were replayed or discarded: one action row, for `count` of them.
+    DeadLetters {
+        action: DeadLetterAction,
+        count: u64,
+    },
+}
+
+/// An order's change as its history row records it.
+pub(super) struct Transition {
     pub kind: TransitionKind,
     /// `None` at creation.
     pub from: Option<OrderStatus>,
@@ -127,7 +139,7 @@ async fn step<C: Command>(
         Ok(Attempt::Applied(value, written)) => return Ok(Step::Applied(value, written)),
         Ok(Attempt::Lost) => return Ok(Step::Lost),
         Ok(Attempt::AlreadyApplied(value)) => Ok(value),
-        Err(error @ AppError::Refused { .. }) => Err(error),
+        Err(error @ (AppError::Refused { .. } | AppError::NotParked { .. })) => Err(error),
         Err(error) => return Err(error),
     };
     if let Some(prior) = prior_change(conn, cause).await? {
@@ -151,16 +163,29 @@ fn count_refusal(error: &AppError, cause: &Cause) {
 }
 
 fn count_change(written: &Written, cause: &Cause) {
-    let from: &'static str = written.from.map_or("none", Into::into);
-    let to: &'static str = written.to.into();
-    let kind: &'static str = written.kind.into();
     let source: &'static str = cause.source().into();
-    metrics::counter!(
-        "order_changes_total",
-        "kind" => kind,
-        "from" => from,
-        "to" => to,
-        "source" => source,
-    )
-    .increment(1);
+    match written {
+        Written::Order(transition) => {
+            let from: &'static str = transition.from.map_or("none", Into::into);
+            let to: &'static str = transition.to.into();
+            let kind: &'static str = transition.kind.into();
+            metrics::counter!(
+                "order_changes_total",
+                "kind" => kind,
+                "from" => from,
+                "to" => to,
+                "source" => source,
+            )
+            .increment(1);
+        }
+        Written::DeadLetters { action, count } => {
+            let action: &'static str = action.into();
+            metrics::counter!(
+                "dead_letter_actions_total",
+                "action" => action,
+                "source" => source,
+            )
+            .increment(*count);
+        }
+    }
 }

@@ -8,8 +8,8 @@ use super::keys::keyed_order;
 use super::runner::{Attempt, Command, run};
 use super::{App, AppError, Outcome};
 use crate::domain::{BoundedText, Cause, Decision, DomainError, Order, OrderId, Shipment, Version};
+use crate::store::keys::KeyHolder;
 use crate::store::orders;
-use crate::store::transitions::KeyedChange;
 
 impl App {
     pub async fn ship(
@@ -98,11 +98,7 @@ where
         write_change(conn, &change, None, cause, |order| order).await
     }
 
-    async fn replay(
-        &self,
-        conn: &mut PgConnection,
-        prior: &KeyedChange,
-    ) -> Result<Order, AppError> {
+    async fn replay(&self, conn: &mut PgConnection, prior: &KeyHolder) -> Result<Order, AppError> {
         keyed_order(conn, prior).await
     }
 }

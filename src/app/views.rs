@@ -114,6 +114,8 @@ pub enum SourceView {
     Amqp,
     /// The payment-expiry sweep (history only: it records no money).
     Timer,
+    /// The command line (dead-letter actions only).
+    Cli,
 }
 
 impl From<Source> for SourceView {
@@ -122,6 +124,7 @@ impl From<Source> for SourceView {
             Source::Api => SourceView::Api,
             Source::Amqp => SourceView::Amqp,
             Source::Timer => SourceView::Timer,
+            Source::Cli => SourceView::Cli,
         }
     }
 }

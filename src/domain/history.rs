@@ -16,6 +16,8 @@ pub enum Source {
     Amqp,
     /// The payment-expiry sweep.
     Timer,
+    /// The command line (`order-service dead-letters …`).
+    Cli,
 }
 
 /// Why a change happened. A REST request carries its client, key and fingerprint so that a retry
@@ -32,6 +34,26 @@ pub enum Cause {
     },
     /// The payment-expiry sweep cancelled an order that stayed unpaid too long.
     Timer,
+    /// An operator on the command line; it acts as the client [`CLI_CLIENT`], with a key of its
+    /// own per invocation (or the one it was given) and the fingerprint of the equivalent REST
+    /// request.
+    Cli {
+        key: IdempotencyKey,
+        fingerprint: Fingerprint,
+    },
+}
+
+/// The client the command line acts as: the scope of its Idempotency-Keys and who its actions
+/// are recorded as.
+pub const CLI_CLIENT: &str = "cli";
+
+/// Where a request's Idempotency-Key lives: `(client, key)`, and the fingerprint of the request
+/// that holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyScope<'a> {
+    pub client: &'a str,
+    pub key: &'a IdempotencyKey,
+    pub fingerprint: &'a Fingerprint,
 }
 
 impl Cause {
@@ -40,6 +62,28 @@ impl Cause {
             Cause::Api { .. } => Source::Api,
             Cause::Amqp { .. } => Source::Amqp,
             Cause::Timer => Source::Timer,
+            Cause::Cli { .. } => Source::Cli,
+        }
+    }
+
+    /// The request's Idempotency-Key, for the causes that carry one (REST and the command line).
+    pub fn key_scope(&self) -> Option<KeyScope<'_>> {
+        match self {
+            Cause::Api {
+                client,
+                key,
+                fingerprint,
+            } => Some(KeyScope {
+                client: client.as_str(),
+                key,
+                fingerprint,
+            }),
+            Cause::Cli { key, fingerprint } => Some(KeyScope {
+                client: CLI_CLIENT,
+                key,
+                fingerprint,
+            }),
+            Cause::Amqp { .. } | Cause::Timer => None,
         }
     }
 }

@@ -8,39 +8,55 @@ use uuid::Uuid;
 
 use super::text::{BoundedText, ValidationError};
 
-/// An order's id: a UUID given by the client (body or event) or generated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct OrderId(Uuid);
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident, $field:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(Uuid);
 
-impl OrderId {
-    pub fn generate() -> Self {
-        Self(Uuid::now_v7())
-    }
+        impl $name {
+            /// A new id: a UUIDv7, so ids sort by creation time.
+            pub fn generate() -> Self {
+                Self(Uuid::now_v7())
+            }
 
-    pub fn from_uuid(id: Uuid) -> Self {
-        Self(id)
-    }
+            pub fn from_uuid(id: Uuid) -> Self {
+                Self(id)
+            }
 
-    pub fn as_uuid(&self) -> Uuid {
-        self.0
-    }
+            pub fn as_uuid(&self) -> Uuid {
+                self.0
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = ValidationError;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Uuid::parse_str(s)
+                    .map(Self)
+                    .map_err(|_| ValidationError::new($field, "must be a UUID"))
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
 }
 
-impl FromStr for OrderId {
-    type Err = ValidationError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Uuid::parse_str(s)
-            .map(Self)
-            .map_err(|_| ValidationError::new("order_id", "must be a UUID"))
-    }
-}
-
-impl fmt::Display for OrderId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
+uuid_id!(
+    /// An order's id: a UUID given by the client (body or event) or generated.
+    OrderId,
+    "order_id"
+);
+uuid_id!(
+    /// A parked dead letter's id, generated when it is first parked.
+    DeadLetterId,
+    "id"
+);
 
 macro_rules! text_id {
     ($(#[$doc:meta])* $name:ident, $field:literal, $max:literal) => {

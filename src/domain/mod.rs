@@ -2,6 +2,7 @@
 //! it makes. Nothing here performs I/O or knows about HTTP, AMQP or SQL; both doors and the store
 //! speak in these types.
 
+mod dead_letter;
 mod events;
 #[cfg(test)]
 mod fixtures;
@@ -15,10 +16,14 @@ mod status;
 mod text;
 mod version;
 
+pub use dead_letter::{
+    DeadLetterAction, DeadLetterIdentity, DeadLetterStatus, MAX_BULK_REPLAY, MAX_REASON_BYTES,
+    ReasonClass, reason_filter, type_filter,
+};
 pub use events::EventType;
-pub use history::{Cause, HistoryEntry, Source};
+pub use history::{CLI_CLIENT, Cause, HistoryEntry, KeyScope, Source};
 pub use idempotency::{Fingerprint, IdempotencyKey};
-pub use ids::{ClientId, CustomerId, EventId, OrderId, TransferId};
+pub use ids::{ClientId, CustomerId, DeadLetterId, EventId, OrderId, TransferId};
 pub use ledger::{Direction, LedgerEntry, Payment, Refund, Transfer};
 pub use money::{AmountMinor, Currency, Money};
 pub use order::{Change, Decision, DomainError, NewOrder, Order, PAYMENT_TIMEOUT_REASON, Shipment};

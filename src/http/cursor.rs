@@ -1,4 +1,4 @@
-//! The opaque `next`/`after` cursor of the listings: the time and id of the
+//! The opaque `next`/`after` cursor of the listings (orders, dead letters): the time and id of the
 //! last item, hex-encoded so clients treat it as a token rather than something to build. A token
 //! is checked fully here: one that decodes to an instant Postgres cannot store would otherwise
 //! reach the query and fail there (a 500 instead of a 400).
@@ -63,7 +63,7 @@ fn earliest_storable() -> DateTime<Utc> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::OrderId;
+    use crate::domain::{DeadLetterId, OrderId};
     use chrono::Utc;
 
     #[test]
@@ -71,6 +71,11 @@ mod tests {
         let cursor = Cursor {
             at: DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).unwrap(),
             id: OrderId::generate(),
+        };
+        assert_eq!(decode(&encode(&cursor)), Ok(cursor));
+        let cursor = Cursor {
+            at: cursor.at,
+            id: DeadLetterId::generate(),
         };
         assert_eq!(decode(&encode(&cursor)), Ok(cursor));
     }

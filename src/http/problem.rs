@@ -7,6 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::app::AppError;
+use crate::app::dead_letters::views::DeadLetterStatusView;
 use crate::app::views::OrderStatusView;
 use crate::domain::{DomainError, OrderStatus, ValidationError, Version};
 use crate::telemetry::{error_chain, escaped};
@@ -30,9 +31,9 @@ pub struct Problem {
     pub title: String,
     pub status: u16,
     pub detail: String,
-    /// The order's status, when a state conflict is the cause.
+    /// The order's (or dead letter's) status, when a state conflict is the cause.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_status: Option<OrderStatusView>,
+    pub current_status: Option<CurrentStatus>,
     /// The order's version, when a state conflict is the cause.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_version: Option<i64>,
@@ -41,6 +42,14 @@ pub struct Problem {
     /// `WWW-Authenticate` of a 401 or 403 (boxed: keeps `Result<_, Problem>` small).
     #[serde(skip)]
     challenge: Option<Box<str>>,
+}
+
+/// The status of what a state conflict is about: an order, or a dead letter.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum CurrentStatus {
+    Order(OrderStatusView),
+    DeadLetter(DeadLetterStatusView),
 }
 
 impl Problem {
@@ -58,7 +67,7 @@ impl Problem {
     }
 
     fn with_current(mut self, status: Option<OrderStatus>, version: Option<Version>) -> Self {
-        self.current_status = status.map(Into::into);
+        self.current_status = status.map(|s| CurrentStatus::Order(s.into()));
         self.current_version = version.map(Version::get);
         self
     }
@@ -130,6 +139,19 @@ impl From<AppError> for Problem {
     fn from(error: AppError) -> Self {
         match error {
             AppError::NotFound(id) => Problem::not_found(format!("order {id} does not exist")),
+            AppError::DeadLetterNotFound(id) => {
+                Problem::not_found(format!("dead letter {id} does not exist"))
+            }
+            error @ AppError::NotParked { status, .. } => {
+                let mut problem = Problem::new(
+                    StatusCode::CONFLICT,
+                    "dead-letter-not-parked",
+                    "Dead letter not parked",
+                    format!("{error}: only a parked dead letter can be replayed or discarded"),
+                );
+                problem.current_status = Some(CurrentStatus::DeadLetter(status.into()));
+                problem
+            }
             AppError::Refused {
                 reason,
                 current_status,

@@ -36,6 +36,7 @@ impl From<sqlx::Error> for StoreError {
         let meaning = match &error {
             sqlx::Error::Database(db) => match (db.code().as_deref(), db.constraint()) {
                 (Some("23505"), Some("order_transitions_idempotency_key"))
+                | (Some("23505"), Some("dead_letter_actions_idempotency_key"))
                 | (Some("23505"), Some("order_transitions_status_change_once"))
                 | (Some("23505"), Some("order_transitions_pkey"))
                 | (Some("40001" | "40P01"), _) => StoreError::Contended,

@@ -1,8 +1,12 @@
-//! All SQL of order-service. Each submodule owns one table; functions take a connection (usually
-//! inside the caller's transaction) and speak domain types. Driver errors are classified once,
-//! here, into [`StoreError`].
+//! All SQL of order-service. Each submodule owns one table (`keys` finds an Idempotency-Key on
+//! whichever table holds it); functions take a connection (usually inside the caller's
+//! transaction) and speak domain types. Driver errors are classified once, here, into
+//! [`StoreError`].
 
+pub mod dead_letter_actions;
+pub mod dead_letters;
 mod error;
+pub mod keys;
 pub mod orders;
 pub mod outbox;
 pub mod transfers;
@@ -29,6 +33,16 @@ pub enum Guarded<T> {
 pub enum Inserted<T> {
     New(T),
     Taken,
+}
+
+/// What an insert of a row carrying a request's key did: [`Inserted::Taken`] when a guard of a
+/// concurrent writer's (the key, or another unique guard classed `Contended`) refused it.
+fn keyed_insert<R>(written: Result<R, sqlx::Error>) -> Result<Inserted<()>, StoreError> {
+    match written.map_err(StoreError::from) {
+        Ok(_) => Ok(Inserted::New(())),
+        Err(StoreError::Contended(_)) => Ok(Inserted::Taken),
+        Err(error) => Err(error),
+    }
 }
 
 /// Options for `database_url` where a statement waits at most `lock_timeout` for a row or key

@@ -1,6 +1,8 @@
 //! The `outbox` table: events written in the transaction of the change they report, then claimed,
-//! marked published and pruned by the relay.
+//! marked published and pruned by the relay. A row is an order event or a raw message: a replayed
+//! dead letter, copied here in the transaction that marks it replayed.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -8,7 +10,12 @@ use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::StoreError;
-use crate::domain::{EventType, OrderId, Version};
+use crate::domain::{DeadLetterId, EventType, OrderId, Version};
+
+/// The most body bytes of raw messages one claimed batch holds (beyond its first row, which is
+/// always taken): replayed dead letters may be large, and a batch is held in memory while it is
+/// published.
+const RAW_BATCH_BYTES: i64 = 16 * 1024 * 1024;
 
 pub struct NewEvent {
     pub event_id: Uuid,
@@ -34,6 +41,27 @@ pub async fn insert(conn: &mut PgConnection, event: &NewEvent) -> Result<(), Sto
     Ok(())
 }
 
+/// Writes a raw outbox row for each of `ids`: the dead letter's body and properties, to `exchange`
+/// with its original routing key, oldest first. The bodies are copied inside Postgres. Returns how
+/// many rows were written.
+pub async fn insert_dead_letters(
+    conn: &mut PgConnection,
+    ids: &[DeadLetterId],
+    exchange: &str,
+) -> Result<u64, StoreError> {
+    let ids: Vec<Uuid> = ids.iter().map(DeadLetterId::as_uuid).collect();
+    let result = sqlx::query(
+        "INSERT INTO outbox (event_id, exchange, routing_key, body, properties) \
+         SELECT gen_random_uuid(), $2, routing_key, body, properties FROM dead_letters \
+         WHERE id = ANY($1) ORDER BY last_dead_lettered_at, id",
+    )
+    .bind(ids)
+    .bind(exchange)
+    .execute(conn)
+    .await?;
+    Ok(result.rows_affected())
+}
+
 /// The channel the relays listen on: a notification says events were committed.
 pub const NOTIFY_CHANNEL: &str = "order_service_outbox";
 
@@ -48,16 +76,81 @@ pub async fn announce(conn: &mut PgConnection) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// An event waiting to be published.
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// A row waiting to be published.
+#[derive(Debug, Clone)]
 pub struct PendingEvent {
     pub id: i64,
     pub event_id: Uuid,
-    pub event_type: String,
-    pub order_id: Uuid,
-    pub order_version: i64,
-    pub payload: serde_json::Value,
     pub created_at: DateTime<Utc>,
+    pub message: PendingMessage,
+}
+
+/// What a row publishes.
+#[derive(Debug, Clone)]
+pub enum PendingMessage {
+    /// An order event: its envelope, to the outbound exchange with its type as the routing key.
+    Event {
+        event_type: String,
+        payload: serde_json::Value,
+    },
+    /// A raw message (a replayed dead letter), published as it is.
+    Raw {
+        exchange: String,
+        routing_key: String,
+        body: Vec<u8>,
+        /// The `amqp::properties` encoding of its properties.
+        properties: serde_json::Value,
+    },
+}
+
+#[derive(sqlx::FromRow)]
+struct PendingRow {
+    id: i64,
+    event_id: Uuid,
+    created_at: DateTime<Utc>,
+    event_type: Option<String>,
+    payload: Option<serde_json::Value>,
+    exchange: Option<String>,
+    routing_key: Option<String>,
+    properties: Option<serde_json::Value>,
+    body_bytes: Option<i64>,
+}
+
+impl PendingRow {
+    /// The row, its body (if raw) taken from `bodies`.
+    fn into_pending(self, bodies: &mut HashMap<i64, Vec<u8>>) -> Result<PendingEvent, StoreError> {
+        let message = match (self.event_type, self.payload) {
+            (Some(event_type), Some(payload)) => PendingMessage::Event {
+                event_type,
+                payload,
+            },
+            _ => {
+                let body = bodies.remove(&self.id);
+                match (self.exchange, self.routing_key, self.properties, body) {
+                    (Some(exchange), Some(routing_key), Some(properties), Some(body)) => {
+                        PendingMessage::Raw {
+                            exchange,
+                            routing_key,
+                            body,
+                            properties,
+                        }
+                    }
+                    _ => {
+                        return Err(StoreError::Corrupt {
+                            what: "outbox row",
+                            source: "neither an order event nor a raw message".into(),
+                        });
+                    }
+                }
+            }
+        };
+        Ok(PendingEvent {
+            id: self.id,
+            event_id: self.event_id,
+            created_at: self.created_at,
+            message,
+        })
+    }
 }
 
 /// A batch claimed for publishing: the relay lease and the oldest unpublished rows, held in one
@@ -81,17 +174,48 @@ pub async fn claim_batch(pool: &PgPool, limit: u32) -> Result<Option<ClaimedBatc
     if !leased {
         return Ok(None);
     }
-    // Rows another transaction holds are skipped rather than waited for.
-    let events = sqlx::query_as::<_, PendingEvent>(
-        "SELECT id, event_id, event_type, order_id, order_version, payload, created_at \
+    // Rows another transaction holds are skipped rather than waited for. Bodies of raw messages
+    // are read in a second step, only for the rows within the batch's byte budget.
+    let mut rows = sqlx::query_as::<_, PendingRow>(
+        "SELECT id, event_id, created_at, event_type, payload, exchange, routing_key, properties, \
+         octet_length(body)::int8 AS body_bytes \
          FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
     )
     .bind(i64::from(limit))
     .fetch_all(&mut *tx)
     .await?;
-    if events.is_empty() {
+    if rows.is_empty() {
         return Ok(None);
     }
+    let mut budget = RAW_BATCH_BYTES;
+    let within = rows
+        .iter()
+        .enumerate()
+        .position(|(at, row)| {
+            budget -= row.body_bytes.unwrap_or(0);
+            at > 0 && budget < 0
+        })
+        .unwrap_or(rows.len());
+    rows.truncate(within);
+    let raw: Vec<i64> = rows
+        .iter()
+        .filter(|row| row.body_bytes.is_some())
+        .map(|row| row.id)
+        .collect();
+    let mut bodies: HashMap<i64, Vec<u8>> = if raw.is_empty() {
+        HashMap::new()
+    } else {
+        sqlx::query_as::<_, (i64, Vec<u8>)>("SELECT id, body FROM outbox WHERE id = ANY($1)")
+            .bind(&raw)
+            .fetch_all(&mut *tx)
+            .await?
+            .into_iter()
+            .collect()
+    };
+    let events = rows
+        .into_iter()
+        .map(|row| row.into_pending(&mut bodies))
+        .collect::<Result<_, _>>()?;
     Ok(Some(ClaimedBatch { tx, events }))
 }
 

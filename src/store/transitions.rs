@@ -1,16 +1,15 @@
 //! The `order_transitions` table: the history, one row per order version. A REST request's row
 //! also carries its Idempotency-Key and fingerprint, under `UNIQUE (client_id, idempotency_key)`:
-//! that is how a retry finds the change its first attempt made.
+//! that is how a retry finds the change its first attempt made (see `keys`).
 
 use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::orders::stored_version;
-use super::{Inserted, StoreError};
+use super::{Inserted, StoreError, keyed_insert};
 use crate::domain::{
-    Cause, ClientId, Fingerprint, HistoryEntry, IdempotencyKey, OrderId, OrderStatus, TransferId,
-    TransitionKind, Version,
+    Cause, HistoryEntry, OrderId, OrderStatus, TransferId, TransitionKind, Version,
 };
 
 /// A history row to write.
@@ -45,6 +44,13 @@ pub async fn insert(
         ),
         Cause::Amqp { event_id } => (None, None, None, Some(event_id.as_str())),
         Cause::Timer => (None, None, None, None),
+        // No order command runs from the command line: the table's cause check refuses it.
+        Cause::Cli { key, fingerprint } => (
+            Some(crate::domain::CLI_CLIENT),
+            Some(key.as_str()),
+            Some(fingerprint.as_str()),
+            None,
+        ),
     };
     let written = sqlx::query(
         "INSERT INTO order_transitions (order_id, version, kind, from_status, to_status, \
@@ -64,61 +70,7 @@ pub async fn insert(
     .bind(event_id)
     .execute(conn)
     .await;
-    match written.map_err(StoreError::from) {
-        Ok(_) => Ok(Inserted::New(())),
-        Err(StoreError::Contended(_)) => Ok(Inserted::Taken),
-        Err(error) => Err(error),
-    }
-}
-
-/// The change a client's key is attached to.
-#[derive(Debug, Clone)]
-pub struct KeyedChange {
-    pub order_id: OrderId,
-    pub kind: TransitionKind,
-    pub transfer_id: Option<TransferId>,
-    pub fingerprint: Fingerprint,
-}
-
-#[derive(FromRow)]
-struct KeyedRow {
-    order_id: Uuid,
-    kind: String,
-    transfer_id: Option<String>,
-    request_fingerprint: Option<String>,
-}
-
-pub async fn find_by_key(
-    conn: &mut PgConnection,
-    client: &ClientId,
-    key: &IdempotencyKey,
-) -> Result<Option<KeyedChange>, StoreError> {
-    let Some(row) = sqlx::query_as::<_, KeyedRow>(
-        "SELECT order_id, kind, transfer_id, request_fingerprint FROM order_transitions \
-         WHERE client_id = $1 AND idempotency_key = $2",
-    )
-    .bind(client.as_str())
-    .bind(key.as_str())
-    .fetch_optional(conn)
-    .await?
-    else {
-        return Ok(None);
-    };
-    Ok(Some(KeyedChange {
-        order_id: OrderId::from_uuid(row.order_id),
-        kind: row.kind.parse().map_err(StoreError::corrupt("kind"))?,
-        transfer_id: row
-            .transfer_id
-            .map(|t| TransferId::parse(&t))
-            .transpose()
-            .map_err(StoreError::corrupt("transfer_id"))?,
-        fingerprint: Fingerprint::from_stored(row.request_fingerprint.ok_or(
-            StoreError::Corrupt {
-                what: "request_fingerprint",
-                source: "a keyed transition has none".into(),
-            },
-        )?),
-    }))
+    keyed_insert(written)
 }
 
 #[derive(FromRow)]

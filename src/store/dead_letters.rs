@@ -1,0 +1,363 @@
+//! The `dead_letters` table: one row per distinct dead message, parked by the dead-letter consumer,
+//! read by operators, replayed or discarded by them. Bodies are read as a bounded prefix, never
+//! whole: a listing must not hold the bodies of a hundred huge poison messages.
+
+use chrono::{DateTime, Utc};
+use sqlx::{FromRow, PgConnection, PgPool};
+use uuid::Uuid;
+
+use super::StoreError;
+use crate::domain::{BoundedText, DeadLetterId, DeadLetterIdentity, DeadLetterStatus, ReasonClass};
+
+/// A dead letter as the consumer parks it.
+#[derive(Debug, Clone)]
+pub struct NewDeadLetter {
+    pub identity: DeadLetterIdentity,
+    pub message_id: Option<String>,
+    pub event_id: Option<String>,
+    pub event_type: Option<String>,
+    pub routing_key: String,
+    pub reason: String,
+    pub body: Vec<u8>,
+    /// The properties a replay publishes, losslessly encoded.
+    pub properties: serde_json::Value,
+    /// The same headers as plain JSON, for people.
+    pub headers: serde_json::Value,
+}
+
+/// Parks `letter`: a new row, or — the same message dead-lettered again — its row with `times` + 1,
+/// the latest reason and copy, `parked` again. Returns the row's id.
+pub async fn park(pool: &PgPool, letter: &NewDeadLetter) -> Result<DeadLetterId, StoreError> {
+    let id: Uuid = sqlx::query_scalar(
+        "INSERT INTO dead_letters (id, identity, message_id, event_id, event_type, routing_key, \
+         reason, reason_class, body, properties, headers) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         ON CONFLICT (identity) DO UPDATE SET times = dead_letters.times + 1, \
+         status = 'parked', last_dead_lettered_at = now(), reason = EXCLUDED.reason, \
+         reason_class = EXCLUDED.reason_class, message_id = EXCLUDED.message_id, \
+         event_id = EXCLUDED.event_id, event_type = EXCLUDED.event_type, \
+         routing_key = EXCLUDED.routing_key, body = EXCLUDED.body, \
+         properties = EXCLUDED.properties, headers = EXCLUDED.headers \
+         RETURNING id",
+    )
+    .bind(DeadLetterId::generate().as_uuid())
+    .bind(letter.identity.as_bytes())
+    .bind(letter.message_id.as_deref())
+    .bind(letter.event_id.as_deref())
+    .bind(letter.event_type.as_deref())
+    .bind(&letter.routing_key)
+    .bind(&letter.reason)
+    .bind(ReasonClass::of(&letter.reason).as_ref())
+    .bind(&letter.body)
+    .bind(&letter.properties)
+    .bind(&letter.headers)
+    .fetch_one(pool)
+    .await?;
+    Ok(DeadLetterId::from_uuid(id))
+}
+
+/// A parked dead letter as read back: its body cut to the prefix the reader asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetter {
+    pub id: DeadLetterId,
+    pub message_id: Option<String>,
+    pub event_id: Option<String>,
+    pub event_type: Option<String>,
+    pub routing_key: String,
+    pub reason: String,
+    pub reason_class: ReasonClass,
+    /// At most the prefix asked for.
+    pub body: Vec<u8>,
+    /// The whole body's size.
+    pub body_bytes: i64,
+    pub headers: serde_json::Value,
+    pub times: i32,
+    pub status: DeadLetterStatus,
+    pub first_dead_lettered_at: DateTime<Utc>,
+    pub last_dead_lettered_at: DateTime<Utc>,
+}
+
+/// The selected columns (`$1` is the body prefix's length), as a macro so that queries stay
+/// `&'static str` (sqlx 0.9 requires it).
+macro_rules! columns {
+    () => {
+        "id, message_id, event_id, event_type, routing_key, reason, reason_class, \
+         substring(body FROM 1 FOR $1) AS body, octet_length(body)::int8 AS body_bytes, headers, \
+         times, status, first_dead_lettered_at, last_dead_lettered_at"
+    };
+}
+
+#[derive(FromRow)]
+struct DeadLetterRow {
+    id: Uuid,
+    message_id: Option<String>,
+    event_id: Option<String>,
+    event_type: Option<String>,
+    routing_key: String,
+    reason: String,
+    reason_class: String,
+    body: Vec<u8>,
+    body_bytes: i64,
+    headers: serde_json::Value,
+    times: i32,
+    status: String,
+    first_dead_lettered_at: DateTime<Utc>,
+    last_dead_lettered_at: DateTime<Utc>,
+}
+
+impl TryFrom<DeadLetterRow> for DeadLetter {
+    type Error = StoreError;
+
+    fn try_from(row: DeadLetterRow) -> Result<Self, Self::Error> {
+        Ok(DeadLetter {
+            id: DeadLetterId::from_uuid(row.id),
+            message_id: row.message_id,
+            event_id: row.event_id,
+            event_type: row.event_type,
+            routing_key: row.routing_key,
+            reason: row.reason,
+            reason_class: row
+                .reason_class
+                .parse()
+                .map_err(StoreError::corrupt("reason_class"))?,
+            body: row.body,
+            body_bytes: row.body_bytes,
+            headers: row.headers,
+            times: row.times,
+            status: row.status.parse().map_err(StoreError::corrupt("status"))?,
+            first_dead_lettered_at: row.first_dead_lettered_at,
+            last_dead_lettered_at: row.last_dead_lettered_at,
+        })
+    }
+}
+
+/// One dead letter, its body cut to `body_prefix` bytes.
+pub async fn find(
+    conn: &mut PgConnection,
+    id: DeadLetterId,
+    body_prefix: i32,
+) -> Result<Option<DeadLetter>, StoreError> {
+    sqlx::query_as::<_, DeadLetterRow>(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM dead_letters WHERE id = $2"
+    ))
+    .bind(body_prefix)
+    .bind(id.as_uuid())
+    .fetch_optional(conn)
+    .await?
+    .map(DeadLetter::try_from)
+    .transpose()
+}
+
+/// Which dead letters a listing shows or a bulk replay takes: every filter given must hold.
+#[derive(Debug, Clone, Default)]
+pub struct DeadLetterFilter {
+    pub status: Option<DeadLetterStatus>,
+    /// A substring of the reason, matched case-insensitively (`%` and `_` are plain characters).
+    pub reason: Option<BoundedText>,
+    /// The event type, exactly.
+    pub event_type: Option<BoundedText>,
+    /// Only these ids.
+    pub ids: Option<Vec<DeadLetterId>>,
+}
+
+impl DeadLetterFilter {
+    fn reason_pattern(&self) -> Option<String> {
+        self.reason.as_ref().map(|r| contains_pattern(r.as_str()))
+    }
+
+    fn event_type(&self) -> Option<&str> {
+        self.event_type.as_ref().map(BoundedText::as_str)
+    }
+
+    fn ids(&self) -> Option<Vec<Uuid>> {
+        self.ids
+            .as_ref()
+            .map(|ids| ids.iter().map(DeadLetterId::as_uuid).collect())
+    }
+}
+
+/// An `ILIKE` pattern matching `text` anywhere, its own `%`, `_` and `\` escaped (Postgres' default
+/// escape character is `\`).
+fn contains_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+/// Newest first (by when they were last dead-lettered), keyset-paginated on
+/// `(last_dead_lettered_at, id)`: the page starts strictly after `after`.
+pub async fn list(
+    pool: &PgPool,
+    filter: &DeadLetterFilter,
+    after: Option<(DateTime<Utc>, DeadLetterId)>,
+    limit: i64,
+    body_prefix: i32,
+) -> Result<Vec<DeadLetter>, StoreError> {
+    sqlx::query_as::<_, DeadLetterRow>(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM dead_letters \
+         WHERE ($2::text IS NULL OR status = $2) \
+           AND ($3::text IS NULL OR reason ILIKE $3) \
+           AND ($4::text IS NULL OR event_type = $4) \
+           AND ($5::timestamptz IS NULL OR (last_dead_lettered_at, id) < ($5, $6)) \
+         ORDER BY last_dead_lettered_at DESC, id DESC LIMIT $7"
+    ))
+    .bind(body_prefix)
+    .bind(filter.status.map(|s| s.as_ref().to_owned()))
+    .bind(filter.reason_pattern())
+    .bind(filter.event_type())
+    .bind(after.map(|(at, _)| at))
+    .bind(after.map(|(_, id)| id.as_uuid()))
+    .bind(limit)
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(DeadLetter::try_from)
+    .collect()
+}
+
+/// The dead letter's status, its row locked until the transaction ends (an action decides on it).
+pub async fn lock(
+    conn: &mut PgConnection,
+    id: DeadLetterId,
+) -> Result<Option<DeadLetterStatus>, StoreError> {
+    let status: Option<String> =
+        sqlx::query_scalar("SELECT status FROM dead_letters WHERE id = $1 FOR UPDATE")
+            .bind(id.as_uuid())
+            .fetch_optional(conn)
+            .await?;
+    status
+        .map(|s| s.parse())
+        .transpose()
+        .map_err(StoreError::corrupt("status"))
+}
+
+/// The oldest parked dead letters that `filter` matches, up to `limit`, their rows locked until the
+/// transaction ends. A row another transaction holds is waited for (up to `lock_timeout`), then
+/// taken only if it is still parked.
+pub async fn lock_parked(
+    conn: &mut PgConnection,
+    filter: &DeadLetterFilter,
+    limit: i64,
+) -> Result<Vec<DeadLetterId>, StoreError> {
+    let ids: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM dead_letters WHERE status = 'parked' \
+           AND ($1::uuid[] IS NULL OR id = ANY($1)) \
+           AND ($2::text IS NULL OR reason ILIKE $2) \
+           AND ($3::text IS NULL OR event_type = $3) \
+         ORDER BY last_dead_lettered_at, id LIMIT $4 FOR UPDATE",
+    )
+    .bind(filter.ids())
+    .bind(filter.reason_pattern())
+    .bind(filter.event_type())
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    Ok(ids.into_iter().map(DeadLetterId::from_uuid).collect())
+}
+
+/// Moves the parked ones of `ids` to `status`; returns how many moved.
+pub async fn settle(
+    conn: &mut PgConnection,
+    ids: &[DeadLetterId],
+    status: DeadLetterStatus,
+) -> Result<u64, StoreError> {
+    let ids: Vec<Uuid> = ids.iter().map(DeadLetterId::as_uuid).collect();
+    let result =
+        sqlx::query("UPDATE dead_letters SET status = $2 WHERE id = ANY($1) AND status = 'parked'")
+            .bind(ids)
+            .bind(status.as_ref())
+            .execute(conn)
+            .await?;
+    Ok(result.rows_affected())
+}
+
+/// Parked dead letters of one reason class and event type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParkedGroup {
+    pub reason_class: ReasonClass,
+    pub event_type: Option<String>,
+    pub count: i64,
+    pub last_dead_lettered_at: DateTime<Utc>,
+}
+
+/// The parked dead letters grouped by class and type, largest groups first, at most `limit`
+/// groups; and how many are parked in all.
+pub async fn parked_groups(
+    pool: &PgPool,
+    limit: i64,
+) -> Result<(i64, Vec<ParkedGroup>), StoreError> {
+    #[derive(FromRow)]
+    struct GroupRow {
+        reason_class: String,
+        event_type: Option<String>,
+        count: i64,
+        last: DateTime<Utc>,
+        total: i64,
+    }
+    let rows = sqlx::query_as::<_, GroupRow>(
+        "SELECT reason_class, event_type, count(*) AS count, \
+         max(last_dead_lettered_at) AS last, (sum(count(*)) OVER ())::int8 AS total \
+         FROM dead_letters WHERE status = 'parked' GROUP BY reason_class, event_type \
+         ORDER BY count(*) DESC, reason_class, event_type LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    let total = rows.first().map_or(0, |row| row.total);
+    let groups = rows
+        .into_iter()
+        .map(|row| {
+            Ok(ParkedGroup {
+                reason_class: row
+                    .reason_class
+                    .parse()
+                    .map_err(StoreError::corrupt("reason_class"))?,
+                event_type: row.event_type,
+                count: row.count,
+                last_dead_lettered_at: row.last,
+            })
+        })
+        .collect::<Result<_, StoreError>>()?;
+    Ok((total, groups))
+}
+
+/// How many dead letters are parked, by reason class (classes with none are absent).
+pub async fn parked_by_class(pool: &PgPool) -> Result<Vec<(ReasonClass, i64)>, StoreError> {
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT reason_class, count(*) FROM dead_letters WHERE status = 'parked' \
+         GROUP BY reason_class",
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|(class, count)| {
+            Ok((
+                class.parse().map_err(StoreError::corrupt("reason_class"))?,
+                count,
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reason_filter_matches_its_text_literally_anywhere() {
+        assert_eq!(contains_pattern("premature"), "%premature%");
+        assert_eq!(contains_pattern("100%_done"), "%100\\%\\_done%");
+        assert_eq!(contains_pattern("a\\b"), "%a\\\\b%");
+    }
+}
