@@ -1,5 +1,5 @@
-//! Readiness signals raised by background components (the AMQP consumer and the outbox relay)
-//! and read by `/health/ready`.
+//! Readiness signals raised by background components (the AMQP consumer, the outbox relay and the
+//! dead-letter parker) and read by `/health/ready`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

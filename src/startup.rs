@@ -1,5 +1,6 @@
-//! Wiring: build the service (the HTTP listener, the AMQP consumer and the outbox relay around one
-//! [`App`]) from its configuration, bind the listener, run until shutdown.
+//! Wiring: build the service (the HTTP listener, the AMQP consumer, the outbox relay and the
+//! dead-letter parker around one [`App`]) from its configuration, bind the listener, run until
+//! shutdown.
 
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::amqp::{Consumer, Relay};
+use crate::amqp::{Consumer, Parker, Relay};
 
 use crate::app::App;
 use crate::auth::{self, AuthMode};
@@ -28,6 +29,7 @@ pub struct Service {
     config: Config,
     consumer: Option<Consumer>,
     relay: Option<Relay>,
+    parker: Option<Parker>,
 }
 
 impl Service {
@@ -40,7 +42,7 @@ impl Service {
             .context("DATABASE_URL is not a valid Postgres URL")?;
         wait_for_database(&options, shutdown).await?;
         let pool = store::pool(options, config.db_max_connections);
-        let app = App::new(pool.clone());
+        let app = App::new(pool.clone()).replaying_to(&config.amqp.inbound_exchange);
         let readiness = Readiness::default();
         let consumer = config.amqp.enabled.then(|| {
             Consumer::new(
@@ -60,6 +62,14 @@ impl Service {
                 readiness.register("relay"),
             )
         });
+        let parker = config.amqp.enabled.then(|| {
+            Parker::new(
+                app.clone(),
+                config.amqp_url.clone(),
+                &config.amqp,
+                readiness.register("parker"),
+            )
+        });
         let state = ApiState {
             app: app.clone(),
             metrics: telemetry::metrics(),
@@ -76,6 +86,7 @@ impl Service {
             config,
             consumer,
             relay,
+            parker,
         })
     }
 
@@ -100,6 +111,9 @@ impl Service {
         }
         if let Some(relay) = self.relay {
             background.spawn(relay.run(shutdown.clone()));
+        }
+        if let Some(parker) = self.parker {
+            background.spawn(parker.run(shutdown.clone()));
         }
         background.spawn(expiry::run(
             self.app.clone(),

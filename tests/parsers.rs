@@ -1,13 +1,17 @@
-//! Property tests of the parsers at the service's edges: whatever bytes arrive (an AMQP body, an
-//! Idempotency-Key header, a request body, a client configuration), parsing answers `Ok` or
-//! `Err` and never panics, and what it accepts respects the documented bounds.
+//! Property tests of the parsers at the service's edges: whatever bytes arrive (an AMQP body, a
+//! dead letter, an Idempotency-Key header, a request body, a client configuration), parsing answers
+//! `Ok` or `Err` and never panics, and what it accepts respects the documented bounds.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
+use lapin::BasicProperties;
+use lapin::types::{AMQPValue, FieldTable};
 use order_service::amqp::envelope::{self, INBOUND_TYPES, Poison};
+use order_service::amqp::parked::dead_letter_of;
+use order_service::amqp::properties;
 use order_service::auth::ClientRegistry;
-use order_service::domain::{IdempotencyKey, OrderId};
+use order_service::domain::{IdempotencyKey, MAX_REASON_BYTES, OrderId, ReasonClass};
 use order_service::http::dto::{CancelRequest, PaymentRequest, PlaceOrderRequest, ShipRequest};
 use order_service::http::fingerprint;
 
@@ -105,6 +109,42 @@ proptest! {
             prop_assert!(INBOUND_TYPES.contains(&parsed.event_type));
             prop_assert!(!parsed.event_id.as_str().is_empty());
         }
+    }
+
+    #[test]
+    fn a_dead_letter_of_arbitrary_bytes_and_headers_parks_within_its_bounds(
+        body in prop::collection::vec(any::<u8>(), 0..2048),
+        routing_key in ".{0,80}",
+        message_id in prop::option::of(".{0,80}"),
+        reason in prop::option::of(".{0,2000}"),
+        death_reason in prop::option::of(prop_oneof![Just("delivery_limit".to_owned()), ".{0,20}"]),
+        extra in prop::collection::btree_map("[a-z\\-\u{0}]{1,12}", ".{0,40}", 0..4),
+    ) {
+        let mut headers = FieldTable::default();
+        if let Some(reason) = &reason {
+            headers.insert("x-error-reason".into(), AMQPValue::LongString(reason.as_str().into()));
+        }
+        if let Some(death_reason) = &death_reason {
+            let mut death = FieldTable::default();
+            death.insert("reason".into(), AMQPValue::LongString(death_reason.as_str().into()));
+            headers.insert("x-death".into(), AMQPValue::FieldArray(vec![AMQPValue::FieldTable(death)].into()));
+        }
+        for (key, value) in &extra {
+            headers.insert(key.as_str().into(), AMQPValue::LongString(value.as_str().into()));
+        }
+        let mut props = BasicProperties::default().with_headers(headers);
+        if let Some(id) = &message_id {
+            props = props.with_message_id(id.as_str().into());
+        }
+        let letter = dead_letter_of(&routing_key, &props, &body, 20);
+        // What Postgres refuses in text and jsonb: more than the reason's bound, and NUL.
+        prop_assert!(letter.reason.len() <= MAX_REASON_BYTES);
+        for text in [&letter.reason, &letter.routing_key, &letter.properties.to_string(), &letter.headers.to_string()] {
+            prop_assert!(!text.contains('\0') && !text.contains("\\u0000"), "{text:?}");
+        }
+        let _ = ReasonClass::of(&letter.reason);
+        prop_assert_eq!(&letter.body, &body);
+        let _ = properties::decode(&letter.properties);
     }
 
     #[test]

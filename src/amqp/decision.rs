@@ -1,7 +1,10 @@
 //! The decision table of the consumer: what to do with a message given how its command ended.
-//! One function, matched exhaustively, so a new outcome cannot slip through unhandled.
+//! One function, matched exhaustively, so a new outcome cannot slip through unhandled. Every
+//! reason it gives starts with its class (`premature: …`, `conflict: …`), the first word the
+//! parked dead letters are grouped by (`domain::ReasonClass`).
 
 use crate::app::{AppError, Outcome};
+use crate::domain::ReasonClass;
 use crate::telemetry::error_chain;
 
 /// What happens to a delivery.
@@ -9,7 +12,8 @@ use crate::telemetry::error_chain;
 pub enum Disposition {
     /// Applied now or before: acknowledge.
     Ack { outcome: &'static str },
-    /// Premature (its order, or the order's payment, has not arrived yet): try again later.
+    /// Premature (its order, or the order's payment, has not arrived yet): try again later. When
+    /// the attempts run out it is dead-lettered with this reason.
     Retry { reason: String },
     /// Can never apply: move to the dead-letter queue with the reason.
     DeadLetter { reason: String },
@@ -18,21 +22,24 @@ pub enum Disposition {
 }
 
 pub fn decide<T>(result: &Result<Outcome<T>, AppError>) -> Disposition {
-    let dead = |reason: String| Disposition::DeadLetter { reason };
+    let dead = |reason: String| Disposition::DeadLetter {
+        reason: ReasonClass::Conflict.reason(&reason),
+    };
+    let premature = |reason: String| Disposition::Retry {
+        reason: ReasonClass::Premature.reason(&reason),
+    };
     match result {
         Ok(outcome @ (Outcome::Applied(_) | Outcome::AlreadyApplied(_) | Outcome::Replayed(_))) => {
             Disposition::Ack {
                 outcome: outcome.label(),
             }
         }
-        Err(AppError::NotFound(id)) => Disposition::Retry {
-            reason: format!("order {id} does not exist yet"),
-        },
+        Err(AppError::NotFound(id)) => premature(format!("order {id} does not exist yet")),
         // The domain says which refusals may succeed later (a shipment whose payment is still on
         // its way); the rest can never apply.
-        Err(AppError::Refused { reason, .. }) if reason.may_succeed_later() => Disposition::Retry {
-            reason: reason.to_string(),
-        },
+        Err(AppError::Refused { reason, .. }) if reason.may_succeed_later() => {
+            premature(reason.to_string())
+        }
         Err(AppError::Refused { reason, .. }) => dead(reason.to_string()),
         // Events carry no Idempotency-Key and no If-Match, and do not act on dead letters; should
         // one of these appear, it cannot succeed.
@@ -50,7 +57,7 @@ pub fn decide<T>(result: &Result<Outcome<T>, AppError>) -> Disposition {
         },
         // Unknown failures are retried a bounded number of times, then dead-lettered.
         Err(e @ (AppError::Unexpected(_) | AppError::Invariant(_))) => Disposition::Retry {
-            reason: format!("unexpected failure: {}", error_chain(e)),
+            reason: ReasonClass::Unexpected.reason(&error_chain(e)),
         },
     }
 }
@@ -81,19 +88,35 @@ mod tests {
         ));
     }
 
+    /// The class a disposition's reason starts with.
+    fn class(disposition: &Disposition) -> ReasonClass {
+        match disposition {
+            Disposition::Retry { reason }
+            | Disposition::DeadLetter { reason }
+            | Disposition::Wait { reason } => ReasonClass::of(reason),
+            Disposition::Ack { .. } => ReasonClass::Other,
+        }
+    }
+
     #[test]
     fn premature_messages_are_retried() {
-        assert!(matches!(
+        for premature in [
             decide::<()>(&Err(AppError::NotFound(OrderId::generate()))),
-            Disposition::Retry { .. }
-        ));
-        assert!(matches!(
             decide(&refused(DomainError::InvalidTransition {
                 from: OrderStatus::PendingPayment,
-                to: OrderStatus::Shipped
+                to: OrderStatus::Shipped,
             })),
-            Disposition::Retry { .. }
-        ));
+        ] {
+            assert!(matches!(premature, Disposition::Retry { .. }));
+            assert_eq!(class(&premature), ReasonClass::Premature, "{premature:?}");
+        }
+    }
+
+    #[test]
+    fn unexpected_failures_are_retried_as_such() {
+        let unexpected = decide::<()>(&Err(AppError::Invariant("broken")));
+        assert!(matches!(unexpected, Disposition::Retry { .. }));
+        assert_eq!(class(&unexpected), ReasonClass::Unexpected);
     }
 
     #[test]
@@ -117,13 +140,12 @@ mod tests {
                 transfer: usd,
             },
         ] {
+            let disposition = decide(&refused(reason.clone()));
             assert!(
-                matches!(
-                    decide(&refused(reason.clone())),
-                    Disposition::DeadLetter { .. }
-                ),
+                matches!(disposition, Disposition::DeadLetter { .. }),
                 "{reason}"
             );
+            assert_eq!(class(&disposition), ReasonClass::Conflict, "{reason}");
         }
     }
 

@@ -1,11 +1,14 @@
 //! The AMQP side: the inbound consumer (events drive the same commands as the REST API), the
-//! decision table that settles each delivery, the broker topology, and the outbox relay that
-//! publishes committed events (and replayed dead letters, with their stored properties).
+//! decision table that settles each delivery, the broker topology, the outbox relay that
+//! publishes committed events (and replayed dead letters), and the parker that moves dead letters
+//! into Postgres.
 
 mod connection;
 pub mod consumer;
 pub mod decision;
 pub mod envelope;
+pub mod parked;
+mod parker;
 pub mod properties;
 pub mod relay;
 mod republish;
@@ -14,6 +17,7 @@ mod worker;
 
 pub use connection::{AmqpError, Backoff, connect};
 pub use consumer::Consumer;
+pub use parker::Parker;
 pub use relay::Relay;
 pub use topology::Topology;
 pub use worker::apply;

@@ -13,8 +13,9 @@ use super::consumer::{
     ATTEMPT_HEADER, HEADERS_DROPPED_HEADER, ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER,
 };
 
-/// The longest `x-error-reason`, in bytes; a longer reason is cut (at a character boundary).
-pub const REASON_MAX_BYTES: usize = 1024;
+/// The longest `x-error-reason`, in bytes; a longer reason is cut (at a character boundary). The
+/// same bound as a parked dead letter's reason.
+pub const REASON_MAX_BYTES: usize = crate::domain::MAX_REASON_BYTES;
 /// The most (encoded) bytes of the original's headers a replacement repeats; larger headers are
 /// dropped whole and `x-original-headers-dropped` says how large they were. With the reason and
 /// the rest, a replacement's header frame stays far below RabbitMQ's frame size (128 KiB).
@@ -80,7 +81,7 @@ pub(super) fn republished_properties(
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, marked with `…` when cut.
-fn bounded(text: &str, max: usize) -> String {
+pub(super) fn bounded(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
@@ -93,7 +94,7 @@ fn bounded(text: &str, max: usize) -> String {
 }
 
 /// An upper bound of the encoded size of a field table (AMQP 0-9-1 §4.2.5.5).
-fn table_size(table: &FieldTable) -> usize {
+pub(super) fn table_size(table: &FieldTable) -> usize {
     4 + table
         .inner()
         .iter()

@@ -6,6 +6,7 @@
 //!                           order.cancellation_requested            ▼            │
 //!                                              order-service.inbox.retry.<ms> (TTL, one per delay)
 //! order-service.dlx (fanout) ──▶ order-service.dead-letter (quorum)   ◀── poison, terminal, exhausted
+//!                                        └──▶ the parker: parked in Postgres, replayed through the outbox
 //! order-service.events (topic) ◀── outbox relay, routing key = event type
 //! ```
 //!
@@ -122,28 +123,12 @@ impl Topology {
     async fn declare_with(&self, channel: &Channel, inbox: Inbox) -> lapin::Result<()> {
         declare_topic(channel, &self.inbound_exchange).await?;
         declare_topic(channel, &self.outbound_exchange).await?;
-        declare_exchange(channel, &self.dead_letter_exchange, ExchangeKind::Fanout).await?;
+        self.declare_dead_letter_side(channel).await?;
 
         let durable_queue = QueueDeclareOptions {
             durable: true,
             ..QueueDeclareOptions::default()
         };
-        channel
-            .queue_declare(
-                name(&self.dead_letter_queue),
-                durable_queue,
-                quorum(FieldTable::default()),
-            )
-            .await?;
-        channel
-            .queue_bind(
-                name(&self.dead_letter_queue),
-                name(&self.dead_letter_exchange),
-                name(""),
-                QueueBindOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
 
         match inbox {
             Inbox::AsConfigured => {
@@ -187,6 +172,31 @@ impl Topology {
                 .await?;
         }
         Ok(())
+    }
+
+    /// The dead-letter exchange and queue: what the dead-letter parker needs, whoever declares
+    /// first.
+    pub async fn declare_dead_letter_side(&self, channel: &Channel) -> lapin::Result<()> {
+        declare_exchange(channel, &self.dead_letter_exchange, ExchangeKind::Fanout).await?;
+        channel
+            .queue_declare(
+                name(&self.dead_letter_queue),
+                QueueDeclareOptions {
+                    durable: true,
+                    ..QueueDeclareOptions::default()
+                },
+                quorum(FieldTable::default()),
+            )
+            .await?;
+        channel
+            .queue_bind(
+                name(&self.dead_letter_queue),
+                name(&self.dead_letter_exchange),
+                name(""),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
     }
 
     /// Anything the broker itself gives up on (a rejected message, one delivered

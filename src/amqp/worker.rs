@@ -21,7 +21,7 @@ use super::republish::{attempt_of, republished_properties};
 use super::topology::Topology;
 use crate::app::App;
 use crate::config::AmqpConfig;
-use crate::domain::Cause;
+use crate::domain::{Cause, ReasonClass};
 use crate::telemetry::escaped;
 
 /// Everything a delivery's handler needs.
@@ -65,7 +65,9 @@ impl Worker {
             let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
             let disposition = loop {
                 let disposition = match &parsed {
-                    Err(poison) => Disposition::DeadLetter { reason: poison.to_string() },
+                    Err(poison) => Disposition::DeadLetter {
+                        reason: ReasonClass::Poison.reason(&poison.to_string()),
+                    },
                     Ok(envelope) => apply(&self.app, envelope).await,
                 };
                 let Disposition::Wait { reason } = disposition else {

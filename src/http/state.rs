@@ -9,6 +9,7 @@ use crate::health::Readiness;
 pub struct ApiState {
     pub app: App,
     pub metrics: PrometheusHandle,
-    /// Background components (AMQP consumer, outbox relay) that must be up for readiness.
+    /// Background components (AMQP consumer, outbox relay, dead-letter parker) that must be up
+    /// for readiness.
     pub readiness: Readiness,
 }

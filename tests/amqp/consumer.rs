@@ -183,7 +183,9 @@ async fn poison_is_dead_lettered_with_its_reason_and_the_queue_keeps_flowing() {
     letters.sort_by(|a, b| a.reason.cmp(&b.reason));
     let reasons: Vec<&str> = letters.iter().map(|l| l.reason.as_str()).collect();
     assert!(
-        reasons.iter().any(|r| r.starts_with("not a JSON envelope")),
+        reasons
+            .iter()
+            .any(|r| r.starts_with("poison: not a JSON envelope")),
         "{reasons:?}"
     );
     assert!(

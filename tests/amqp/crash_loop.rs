@@ -1,7 +1,8 @@
 //! The crash-loop guard: a message the broker delivered `AMQP_DELIVERY_LIMIT` times without it
-//! being settled is dead-lettered by the broker (`x-death` reason `delivery_limit`), while other
-//! messages keep flowing; and an inbox declared by an earlier version without the limit is still
-//! consumed (README "Upgrading: the inbox delivery limit").
+//! being settled is dead-lettered by the broker (`x-death` reason `delivery_limit`) and parked
+//! with the broker's reason, while other messages keep flowing; and an inbox declared by an
+//! earlier version without the limit is still consumed (README "Upgrading: the inbox delivery
+//! limit").
 
 use std::net::SocketAddr;
 use std::process::Command;
@@ -220,7 +221,10 @@ async fn an_inbox_declared_without_the_delivery_limit_is_consumed_as_it_is_and_a
 }
 
 /// The service binary, started over the test's database and topology; `kill -9` on drop.
-struct Service(std::process::Child);
+struct Service {
+    child: std::process::Child,
+    port: u16,
+}
 
 impl Service {
     fn start(h: &Harness) -> Self {
@@ -248,26 +252,41 @@ impl Service {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("start order-service");
-        Self(child)
+        Self { child, port }
     }
 
     /// SIGKILL: no shutdown, no acknowledgement.
     fn kill(mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The body of `GET /metrics`, or nothing while the service is not listening yet.
+    async fn metrics(&self) -> Option<String> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+            .await
+            .ok()?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n")
+            .await
+            .ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.ok()?;
+        Some(response)
     }
 }
 
 impl Drop for Service {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
 #[tokio::test]
-async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_and_the_service_goes_on()
-{
+async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_parked_and_the_service_goes_on()
+ {
     let mut config = test_config();
     config.delivery_limit = 2;
     let h = Harness::start_with(config).await;
@@ -294,7 +313,7 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_and_t
             }),
         )
         .await;
-    let mut letters = vec![];
+    let dead_letters = &h.topology.dead_letter_queue;
     for kill in 0.. {
         assert!(kill < 12, "not dead-lettered after {kill} kills");
         let service = Service::start(&h);
@@ -303,25 +322,54 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_and_t
         })
         .await;
         service.kill();
-        // Returned to the inbox, or (past the limit) dead-lettered by the broker.
-        letters = eventually("the payment to come back", WAIT, || async {
-            let letters = take_broker_dead_letters(&h).await;
-            if !letters.is_empty() {
-                return Some(letters);
+        // Returned to the inbox, or (past the limit) dead-lettered by the broker; nothing runs to
+        // park it yet.
+        let dead = eventually("the payment to come back", WAIT, || async {
+            if h.ready_count(dead_letters).await == 1 {
+                return Some(true);
             }
-            (h.ready_count(&h.topology.inbox).await == 1).then_some(vec![])
+            (h.ready_count(&h.topology.inbox).await == 1).then_some(false)
         })
         .await;
-        if !letters.is_empty() {
+        if dead {
             break;
         }
     }
-    assert_eq!(letters.len(), 1);
-    assert_eq!(letters[0].0, payment);
-    assert_eq!(letters[0].1.as_deref(), Some("delivery_limit"));
 
+    // The next process parks it, with the broker's reason, and counts it.
     lock.rollback().await.expect("unlock");
-    let _service = Service::start(&h);
+    let service = Service::start(&h);
+    let parked = h.wait_for_parked(1).await;
+    assert_eq!(parked[0].body, payment);
+    assert_eq!(parked[0].reason_class, "delivery_limit");
+    assert_eq!(
+        parked[0].reason,
+        format!(
+            "delivery_limit: delivered more than 2 times without being settled \
+             (broker dead letter from {})",
+            h.topology.inbox
+        )
+    );
+    assert_eq!(parked[0].routing_key, "payment.succeeded");
+    assert_eq!(parked[0].event_id.as_deref(), Some("deadly-payment"));
+    assert!(
+        parked[0]
+            .headers
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|k| !k.starts_with("x-")),
+        "{}",
+        parked[0].headers
+    );
+    eventually("the gauge to count it", WAIT, || async {
+        let metrics = service.metrics().await?;
+        metrics
+            .contains("dead_letters_parked{class=\"delivery_limit\"} 1")
+            .then_some(())
+    })
+    .await;
+
     let later = Uuid::new_v4();
     h.place("later", later, 500).await;
     h.wait_for_status(later, "PENDING_PAYMENT").await;

@@ -18,7 +18,7 @@ use tower::ServiceExt;
 use uuid::Uuid;
 
 use order_service::amqp::consumer::Settled;
-use order_service::amqp::{Consumer, Relay, Topology, connect};
+use order_service::amqp::{Consumer, Parker, Relay, Topology, connect};
 use order_service::app::App;
 use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use order_service::config::{AmqpConfig, RelayConfig};
@@ -52,7 +52,7 @@ impl Harness {
 
     pub async fn start_with(config: AmqpConfig) -> Self {
         let db = TestDb::create(DEFAULT_LOCK_TIMEOUT).await;
-        let app = App::new(db.pool.clone());
+        let app = App::new(db.pool.clone()).replaying_to(&config.inbound_exchange);
         let topology = Topology::from_config(&config);
         let connection = connect(AMQP_URL, "order-service tests")
             .await
@@ -127,6 +127,25 @@ impl Harness {
             || async { (self.retried() >= n).then_some(()) },
         )
         .await;
+    }
+
+    /// Starts a dead-letter parker over this test's database and dead-letter queue.
+    pub fn spawn_parker(&mut self) -> Signal {
+        self.spawn_parker_on(AMQP_URL)
+    }
+
+    pub fn spawn_parker_on(&mut self, amqp_url: &str) -> Signal {
+        let ready = Readiness::default().register("parker");
+        let parker = Parker::new(
+            self.app.clone(),
+            amqp_url.to_owned(),
+            &self.config,
+            ready.clone(),
+        );
+        let token = CancellationToken::new();
+        let handle = tokio::spawn(parker.run(token.clone()));
+        self.consumers.push((token, handle));
+        ready
     }
 
     /// Starts an outbox relay publishing this test's database to its outbound exchange.
@@ -221,10 +240,27 @@ impl Harness {
     }
 
     pub async fn publish_raw(&self, routing_key: &str, body: &[u8], properties: BasicProperties) {
+        self.publish_to(
+            &self.topology.inbound_exchange,
+            routing_key,
+            body,
+            properties,
+        )
+        .await;
+    }
+
+    /// Publishes persistently to `exchange` and waits for the broker's confirm.
+    async fn publish_to(
+        &self,
+        exchange: &str,
+        routing_key: &str,
+        body: &[u8],
+        properties: BasicProperties,
+    ) {
         let confirm = self
             .channel
             .basic_publish(
-                self.topology.inbound_exchange.as_str().into(),
+                exchange.into(),
                 routing_key.into(),
                 BasicPublishOptions::default(),
                 body,
@@ -237,23 +273,41 @@ impl Harness {
         assert!(confirm.is_ack());
     }
 
-    /// Publishes an envelope of `event_type` with `data` and returns its body.
     /// POSTs `body` to `path` of the REST API (in-process, open, on this harness's database)
     /// with `key` as its Idempotency-Key: the other door to the same application.
     pub async fn post_over_rest(&self, path: &str, key: &str, body: Value) -> StatusCode {
-        let router = order_service::http::router(order_service::http::ApiState {
-            app: self.app.clone(),
-            metrics: order_service::telemetry::metrics(),
-            readiness: Readiness::default(),
-        });
+        self.rest_post(path, key, body).await.0
+    }
+
+    /// As [`Harness::post_over_rest`], with the answer's body.
+    pub async fn rest_post(&self, path: &str, key: &str, body: Value) -> (StatusCode, Value) {
         let request = Request::post(path)
             .header("content-type", "application/json")
             .header("idempotency-key", key)
             .body(Body::from(body.to_string()))
             .expect("a request");
-        router.oneshot(request).await.expect("a response").status()
+        self.rest(request).await
     }
 
+    async fn rest(&self, request: Request<Body>) -> (StatusCode, Value) {
+        let router = order_service::http::router(order_service::http::ApiState {
+            app: self.app.clone(),
+            metrics: order_service::telemetry::metrics(),
+            readiness: Readiness::default(),
+        });
+        let response = router.oneshot(request).await.expect("a response");
+        let status = response.status();
+        let bytes = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .expect("a body")
+            .to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// Publishes an envelope of `event_type` with `data` and returns its body.
     pub async fn publish(&self, event_id: &str, event_type: &str, data: Value) -> Vec<u8> {
         let body = envelope(event_id, event_type, data)
             .to_string()
@@ -436,6 +490,57 @@ impl Harness {
         letters
     }
 
+    /// Publishes `body` straight to the dead-letter exchange, as a dead letter of the service's
+    /// own (or the broker's) would arrive there.
+    pub async fn publish_dead_letter(
+        &self,
+        routing_key: &str,
+        body: &[u8],
+        properties: BasicProperties,
+    ) {
+        self.publish_to(
+            &self.topology.dead_letter_exchange,
+            routing_key,
+            body,
+            properties,
+        )
+        .await;
+    }
+
+    /// The parked dead letters, oldest first.
+    pub async fn parked(&self) -> Vec<Parked> {
+        sqlx::query_as(
+            "SELECT message_id, event_id, event_type, routing_key, reason, reason_class, \
+             body, headers, times, status FROM dead_letters ORDER BY first_dead_lettered_at, id",
+        )
+        .fetch_all(&self.db.pool)
+        .await
+        .expect("read the dead letters")
+    }
+
+    /// Waits until `n` dead letters are parked and the dead-letter queue is empty; returns them.
+    pub async fn wait_for_parked(&self, n: usize) -> Vec<Parked> {
+        eventually(&format!("{n} parked dead letters"), WAIT, || async {
+            let parked = self.parked().await;
+            (parked.len() >= n && self.ready_count(&self.topology.dead_letter_queue).await == 0)
+                .then_some(parked)
+        })
+        .await
+    }
+
+    /// Waits until the dead letters match `done`; returns them.
+    pub async fn wait_for_parked_where(
+        &self,
+        what: &str,
+        done: impl Fn(&[Parked]) -> bool,
+    ) -> Vec<Parked> {
+        eventually(what, WAIT, || async {
+            let parked = self.parked().await;
+            done(&parked).then_some(parked)
+        })
+        .await
+    }
+
     pub async fn history_kinds(&self, order: Uuid) -> Vec<(i64, String)> {
         sqlx::query_as(
             "SELECT version, kind FROM order_transitions WHERE order_id = $1 ORDER BY version",
@@ -499,6 +604,21 @@ pub fn relay_config() -> RelayConfig {
         retention_hours: 168,
         prune_interval_secs: 3600,
     }
+}
+
+/// A parked dead letter's row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Parked {
+    pub message_id: Option<String>,
+    pub event_id: Option<String>,
+    pub event_type: Option<String>,
+    pub routing_key: String,
+    pub reason: String,
+    pub reason_class: String,
+    pub body: Vec<u8>,
+    pub headers: Value,
+    pub times: i32,
+    pub status: String,
 }
 
 pub struct DeadLetter {

@@ -5,6 +5,7 @@ mod common;
 mod consumer;
 mod consumer_faults;
 mod crash_loop;
+mod dead_letters;
 mod helpers;
 mod refunds;
 mod relay;

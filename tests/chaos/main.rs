@@ -342,7 +342,7 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
     stop.store(true, Ordering::SeqCst);
     let _ = faults.await;
 
-    let Harness { cluster, .. } = harness;
+    let Harness { cluster, pool, .. } = harness;
     let mut cluster = Arc::try_unwrap(cluster)
         .ok()
         .expect("faults stopped")
@@ -364,6 +364,22 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
             String::from_utf8_lossy(&message.delivery.data)
         ));
     }
+    // The instances park what reaches the dead-letter queue: those count too.
+    let parked: Vec<(String, String)> =
+        sqlx::query_as("SELECT reason, encode(body, 'escape') FROM dead_letters")
+            .fetch_all(&pool)
+            .await
+            .unwrap_or_else(|e| {
+                vec![(
+                    format!("could not read the dead letters: {e}"),
+                    String::new(),
+                )]
+            });
+    dead_letters.extend(
+        parked
+            .into_iter()
+            .map(|(reason, body)| format!("parked: {reason}: {body}")),
+    );
     if !dead_letters.is_empty() {
         failures.push(format!(
             "dead letters (none expected):\n  {}",

@@ -1,0 +1,154 @@
+//! The dead-letter consumer: parks every message of the dead-letter queue in Postgres (as
+//! `parked::dead_letter_of` reads it) and acknowledges it only after the commit, so a crash leaves
+//! it in the queue. It holds at most [`PREFETCH`] messages, one parked at a time; a database that
+//! cannot be reached is waited out with the message kept. It also keeps the `dead_letters_parked`
+//! gauge (by reason class) fresh from the database: after it parks (at most once a second) and
+//! every [`GAUGE_REFRESH`], so replays and discards, on any instance, show too.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use lapin::message::Delivery;
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
+use lapin::types::FieldTable;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::connection::{AmqpError, Backoff, connect, reconnecting};
+use super::parked::dead_letter_of;
+use super::topology::Topology;
+use crate::app::App;
+use crate::config::AmqpConfig;
+use crate::health::Signal;
+use crate::telemetry::{error_chain, escaped};
+
+/// Dead letters held unacknowledged at once. Small: a dead letter may be as large as the broker
+/// allows a message to be.
+const PREFETCH: u16 = 8;
+/// How often the gauge is refreshed when nothing is parked meanwhile.
+const GAUGE_REFRESH: Duration = Duration::from_secs(15);
+/// How soon after parking the gauge is refreshed: a flood of dead letters costs at most one count
+/// a second, not one per message.
+const GAUGE_AFTER_PARKING: Duration = Duration::from_secs(1);
+
+pub struct Parker {
+    app: App,
+    url: String,
+    topology: Arc<Topology>,
+    ready: Signal,
+}
+
+impl Parker {
+    pub fn new(app: App, url: String, config: &AmqpConfig, ready: Signal) -> Self {
+        Self {
+            app,
+            url,
+            topology: Arc::new(Topology::from_config(config)),
+            ready,
+        }
+    }
+
+    /// Parks until `shutdown`, reconnecting (and re-declaring its queue) after failures.
+    pub async fn run(self, shutdown: CancellationToken) {
+        reconnecting(
+            "dead-letter parker",
+            "parker",
+            &self.ready,
+            &shutdown,
+            || self.session(&shutdown),
+        )
+        .await;
+    }
+
+    async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
+        let connection = connect(&self.url, "order-service dead-letter parker").await?;
+        let channel = connection.create_channel().await?;
+        self.topology.declare_dead_letter_side(&channel).await?;
+        channel
+            .basic_qos(PREFETCH, BasicQosOptions::default())
+            .await?;
+        let tag = format!("order-service-parker-{}", uuid::Uuid::new_v4().simple());
+        let mut deliveries = channel
+            .basic_consume(
+                self.topology.dead_letter_queue.as_str().into(),
+                tag.as_str().into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await?;
+        self.ready.set(true);
+        tracing::info!(queue = %self.topology.dead_letter_queue, "parking dead letters");
+
+        // Counted at once, then every GAUGE_REFRESH, and within GAUGE_AFTER_PARKING of parking.
+        let mut next_refresh = Instant::now();
+        let ended = loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break Ok(()),
+                () = tokio::time::sleep_until(next_refresh) => {
+                    self.refresh_gauge().await;
+                    next_refresh = Instant::now() + GAUGE_REFRESH;
+                }
+                next = deliveries.next() => match next {
+                    Some(Ok(delivery)) => {
+                        if !self.park(&delivery, shutdown).await? {
+                            break Ok(());
+                        }
+                        next_refresh = next_refresh.min(Instant::now() + GAUGE_AFTER_PARKING);
+                    }
+                    Some(Err(error)) => break Err(error.into()),
+                    None => break Err(AmqpError::ConsumerCancelled),
+                },
+            }
+        };
+        let _ = connection.close(200, "bye".into()).await;
+        ended
+    }
+
+    /// Parks one dead letter and acknowledges it. While the database refuses, waits (the message
+    /// stays unacknowledged); `false` when shutdown came first, leaving it to be redelivered.
+    async fn park(
+        &self,
+        delivery: &Delivery,
+        shutdown: &CancellationToken,
+    ) -> Result<bool, AmqpError> {
+        let letter = dead_letter_of(
+            delivery.routing_key.as_str(),
+            &delivery.properties,
+            &delivery.data,
+            self.topology.delivery_limit,
+        );
+        let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+        loop {
+            match self.app.park(&letter).await {
+                Ok(id) => {
+                    tracing::info!(%id, reason = %escaped(&letter.reason), "parked a dead letter");
+                    delivery.ack(BasicAckOptions::default()).await?;
+                    return Ok(true);
+                }
+                Err(error) => {
+                    let delay = backoff.next_delay();
+                    tracing::warn!(error = %escaped(&error_chain(&error)), retry_in = ?delay, "cannot park a dead letter now; keeping it");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = shutdown.cancelled() => return Ok(false),
+                    }
+                }
+            }
+        }
+    }
+
+    async fn refresh_gauge(&self) {
+        match self.app.parked_by_class().await {
+            Ok(counts) => {
+                for (class, count) in counts {
+                    let class: &'static str = class.into();
+                    metrics::gauge!("dead_letters_parked", "class" => class).set(count as f64);
+                }
+            }
+            Err(error) => {
+                tracing::debug!(error = %error_chain(&error), "could not count parked dead letters");
+            }
+        }
+    }
+}
