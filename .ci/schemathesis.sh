@@ -71,7 +71,7 @@ bin=target/release/order-service
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 db="order_service_schemathesis_$(python3 -c 'import uuid; print(uuid.uuid4().hex)')"
-credentials=$("$bin" token --client schemathesis 2>/dev/null)
+credentials=$("$bin" token --client schemathesis --scopes orders:read,orders:write,orders:admin 2>/dev/null)
 token=$(sed -n 1p <<<"$credentials")
 client_line=$(sed -n 2p <<<"$credentials")
 service_log="$out/service.log"

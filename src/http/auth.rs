@@ -28,13 +28,17 @@ pub(super) fn is_api_path(path: &str) -> bool {
     path == "/v1" || path.starts_with("/v1/")
 }
 
-/// The scope a request needs: reads under `/v1` need `orders:read`, everything else there
-/// `orders:write`. Outside `/v1` (and outside the open paths) a valid token is enough.
+/// The scope a request needs: everything under `/v1/dead-letters` needs `orders:admin` (dead
+/// letters hold every publisher's messages, and replaying one changes orders); other reads under
+/// `/v1` need `orders:read`, everything else there `orders:write`. Outside `/v1` (and outside the
+/// open paths) a valid token is enough.
 pub(super) fn required_scope(method: &Method, path: &str) -> Option<Scope> {
     if !is_api_path(path) {
         return None;
     }
-    if method == Method::GET || method == Method::HEAD {
+    if path == "/v1/dead-letters" || path.starts_with("/v1/dead-letters/") {
+        Some(Scope::OrdersAdmin)
+    } else if method == Method::GET || method == Method::HEAD {
         Some(Scope::OrdersRead)
     } else {
         Some(Scope::OrdersWrite)
@@ -285,6 +289,27 @@ mod tests {
         );
         assert_eq!(required_scope(&Method::GET, "/v1x"), None);
         assert_eq!(required_scope(&Method::POST, "/other"), None);
+    }
+
+    #[test]
+    fn everything_under_dead_letters_needs_orders_admin() {
+        for (method, path) in [
+            (Method::GET, "/v1/dead-letters"),
+            (Method::GET, "/v1/dead-letters/summary"),
+            (Method::GET, "/v1/dead-letters/{id}"),
+            (Method::POST, "/v1/dead-letters/replay"),
+            (Method::POST, "/v1/dead-letters/x/discard"),
+        ] {
+            assert_eq!(
+                required_scope(&method, path),
+                Some(Scope::OrdersAdmin),
+                "{method} {path}"
+            );
+        }
+        assert_eq!(
+            required_scope(&Method::GET, "/v1/dead-lettersx"),
+            Some(Scope::OrdersRead)
+        );
     }
 
     #[test]

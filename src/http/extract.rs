@@ -1,6 +1,8 @@
 //! Extractors that turn raw requests into domain values, answering problem+json when they cannot:
-//! the Idempotency-Key and body of a mutation, the order id in the path, a listing's query,
-//! `If-Match`, the authenticated caller.
+//! the Idempotency-Key and body of a mutation, the order or dead letter id in the path, a
+//! listing's query, `If-Match`, the authenticated caller.
+
+use std::str::FromStr;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
@@ -10,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::fingerprint;
 use super::problem::Problem;
-use crate::domain::{Cause, ClientId, Fingerprint, IdempotencyKey, OrderId, Version};
+use crate::domain::{Cause, ClientId, DeadLetterId, Fingerprint, IdempotencyKey, OrderId, Version};
 
 /// The largest request body accepted; larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -116,13 +118,37 @@ impl<S: Send + Sync> FromRequestParts<S> for OrderPath {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+        path_id(parts, state, "invalid-order-id", "the order id")
             .await
-            .map_err(|_| Problem::bad_request("invalid-order-id", "the order id is missing"))?;
-        raw.parse()
             .map(OrderPath)
-            .map_err(|_| Problem::bad_request("invalid-order-id", "the order id must be a UUID"))
     }
+}
+
+/// The `{id}` segment of a dead letter's path.
+pub struct DeadLetterPath(pub DeadLetterId);
+
+impl<S: Send + Sync> FromRequestParts<S> for DeadLetterPath {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        path_id(parts, state, "invalid-dead-letter-id", "the dead letter id")
+            .await
+            .map(DeadLetterPath)
+    }
+}
+
+/// The path's `{id}` as a UUID newtype, or 400 with `slug` naming `what` is wrong.
+async fn path_id<S: Send + Sync, Id: FromStr>(
+    parts: &mut Parts,
+    state: &S,
+    slug: &str,
+    what: &str,
+) -> Result<Id, Problem> {
+    let Path(raw) = Path::<String>::from_request_parts(parts, state)
+        .await
+        .map_err(|_| Problem::bad_request(slug, format!("{what} is missing")))?;
+    raw.parse()
+        .map_err(|_| Problem::bad_request(slug, format!("{what} must be a UUID")))
 }
 
 /// A listing's query parameters; parameters that do not parse are 400 `invalid-query`.

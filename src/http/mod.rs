@@ -1,9 +1,12 @@
-//! The REST door: axum handlers, extractors, problem+json errors and the OpenAPI document.
+//! The REST door: axum handlers (orders, payments, dead letters, ops), extractors, problem+json
+//! errors and the OpenAPI document.
 //! Handlers translate requests into application commands and outcomes into responses; they hold
 //! no business rules.
 
 mod auth;
-mod cursor;
+pub(crate) mod cursor;
+mod dead_letter_requests;
+mod dead_letters;
 mod docs;
 pub mod dto;
 mod extract;
@@ -55,6 +58,12 @@ fn routes() -> (Router<ApiState>, utoipa::openapi::OpenApi) {
         .routes(routes!(lifecycle::ship_order))
         .routes(routes!(lifecycle::cancel_order))
         .routes(routes!(lifecycle::order_history))
+        .routes(routes!(dead_letters::list_dead_letters))
+        .routes(routes!(dead_letters::dead_letter_summary))
+        .routes(routes!(dead_letters::get_dead_letter))
+        .routes(routes!(dead_letters::replay_dead_letter))
+        .routes(routes!(dead_letters::discard_dead_letter))
+        .routes(routes!(dead_letters::replay_dead_letters))
         .routes(routes!(ops::live))
         .routes(routes!(ops::ready))
         .routes(routes!(ops::metrics))

@@ -22,13 +22,15 @@ use crate::domain::IdempotencyKey;
             key with another body, endpoint or order is 422. Errors are \
             `application/problem+json` (RFC 9457).\n\n\
             Every operation under `/v1` needs `Authorization: Bearer <token>`: reads the scope \
-            `orders:read`, changes `orders:write` (401 without a valid token, 403 without the \
-            scope). Health, metrics and these docs are open.",
+            `orders:read`, changes `orders:write`, everything under `/v1/dead-letters` \
+            `orders:admin` (401 without a valid token, 403 without the scope). Health, metrics \
+            and these docs are open.",
         license(name = "MIT")
     ),
     tags(
         (name = "orders", description = "Place, read, ship and cancel orders"),
         (name = "payments", description = "The ledger: money received (payments) and returned (refunds)"),
+        (name = "dead-letters", description = "Messages that could not be applied, parked: find, group, replay, discard"),
         (name = "ops", description = "Health and metrics"),
     ),
     components(schemas(Problem))

@@ -257,6 +257,26 @@ pub enum CommandProblems {
     Unavailable(Problem),
 }
 
+/// The problem responses an action on one dead letter documents besides its 409.
+#[derive(utoipa::IntoResponses)]
+pub enum DeadLetterActionProblems {
+    /// Missing or malformed Idempotency-Key, malformed JSON, or an id that is not a UUID
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadRequest(Problem),
+    /// Unknown dead letter
+    #[response(status = 404, content_type = "application/problem+json")]
+    NotFound(Problem),
+    /// Body over 64 KiB
+    #[response(status = 413, content_type = "application/problem+json")]
+    TooLarge(Problem),
+    /// Body is not JSON
+    #[response(status = 415, content_type = "application/problem+json")]
+    NotJson(Problem),
+    /// A field in the body (it must be `{}`), or the key was used for another request
+    #[response(status = 422, content_type = "application/problem+json")]
+    Invalid(Problem),
+}
+
 /// Lets handlers use `?` on application results.
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {

@@ -16,17 +16,23 @@ pub fn etag(order: &Order) -> HeaderValue {
         .unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
 }
 
-/// A command's result: the same status whether it was applied now or earlier; a response whose
-/// effect already existed says so with `Idempotent-Replayed: true`.
+/// A command's result on an order: [`outcome`], with the order's `ETag`.
 pub fn command<T, B: Serialize>(
     status: StatusCode,
     outcome: &Outcome<T>,
     order: &Order,
     body: B,
 ) -> Response {
+    let mut response = self::outcome(status, outcome, body);
+    response.headers_mut().insert(header::ETAG, etag(order));
+    response
+}
+
+/// A command's result: the same status whether it was applied now or earlier; a response whose
+/// effect already existed says so with `Idempotent-Replayed: true`.
+pub fn outcome<T, B: Serialize>(status: StatusCode, outcome: &Outcome<T>, body: B) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::ETAG, etag(order));
     match outcome {
         Outcome::Applied(_) => {}
         Outcome::AlreadyApplied(_) | Outcome::Replayed(_) => {

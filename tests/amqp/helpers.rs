@@ -289,6 +289,12 @@ impl Harness {
         self.rest(request).await
     }
 
+    /// GETs `path` of the REST API (in-process, open, on this harness's database).
+    pub async fn rest_get(&self, path: &str) -> (StatusCode, Value) {
+        self.rest(Request::get(path).body(Body::empty()).expect("a request"))
+            .await
+    }
+
     async fn rest(&self, request: Request<Body>) -> (StatusCode, Value) {
         let router = order_service::http::router(order_service::http::ApiState {
             app: self.app.clone(),
@@ -510,7 +516,7 @@ impl Harness {
     /// The parked dead letters, oldest first.
     pub async fn parked(&self) -> Vec<Parked> {
         sqlx::query_as(
-            "SELECT message_id, event_id, event_type, routing_key, reason, reason_class, \
+            "SELECT id, message_id, event_id, event_type, routing_key, reason, reason_class, \
              body, headers, times, status FROM dead_letters ORDER BY first_dead_lettered_at, id",
         )
         .fetch_all(&self.db.pool)
@@ -609,6 +615,7 @@ pub fn relay_config() -> RelayConfig {
 /// A parked dead letter's row.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Parked {
+    pub id: Uuid,
     pub message_id: Option<String>,
     pub event_id: Option<String>,
     pub event_type: Option<String>,

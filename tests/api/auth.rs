@@ -7,10 +7,8 @@ use axum::http::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use order_service::app::App;
-use order_service::auth::{AuthMode, ClientRegistry, TokenDigest, generate_token};
-use order_service::http::{self, ApiState, HttpSettings};
-use order_service::telemetry;
+use order_service::auth::{TokenDigest, generate_token};
+use order_service::http;
 
 use crate::helpers::{TestApp, TestResponse, order_body, payment_body, shipment_body};
 
@@ -34,29 +32,13 @@ async fn secured() -> (TestApp, Tokens) {
         reports: generate_token().unwrap(),
         importer: generate_token().unwrap(),
     };
-    let line = |id: &str, token: &str, scopes: &str| {
-        format!("{id}:{}:{scopes}", TokenDigest::of(token).to_hex())
-    };
-    let config = [
-        line("shop", &tokens.shop, "orders:read,orders:write"),
-        line("billing", &tokens.billing, "orders:read,orders:write"),
-        line("reports", &tokens.reports, "orders:read"),
-        line("importer", &tokens.importer, "orders:write"),
-    ]
-    .join(";");
-    let clients = ClientRegistry::parse(&config, "test").unwrap();
-    let mut app = TestApp::spawn().await;
-    app.router = http::router_with(
-        ApiState {
-            app: App::new(app.pool.clone()),
-            metrics: telemetry::metrics(),
-            readiness: Default::default(),
-        },
-        HttpSettings {
-            auth: AuthMode::Enforced(clients),
-            ..HttpSettings::default()
-        },
-    );
+    let app = TestApp::spawn_with_clients(&[
+        ("shop", &tokens.shop, "orders:read,orders:write"),
+        ("billing", &tokens.billing, "orders:read,orders:write"),
+        ("reports", &tokens.reports, "orders:read"),
+        ("importer", &tokens.importer, "orders:write"),
+    ])
+    .await;
     (app, tokens)
 }
 
@@ -487,7 +469,9 @@ async fn the_document_declares_the_bearer_scheme_and_the_scope_of_each_operation
         for (method, operation) in methods.as_object().unwrap() {
             let security = &operation["security"];
             if path.starts_with("/v1") {
-                let scope = if method == "get" {
+                let scope = if path.starts_with("/v1/dead-letters") {
+                    "orders:admin"
+                } else if method == "get" {
                     "orders:read"
                 } else {
                     "orders:write"

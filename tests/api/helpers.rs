@@ -15,8 +15,13 @@ use tokio::sync::{Mutex, MutexGuard};
 use tower::ServiceExt;
 use uuid::Uuid;
 
+use lapin::BasicProperties;
+use lapin::types::{AMQPValue, FieldTable};
+use order_service::amqp::parked::dead_letter_of;
 use order_service::app::App;
-use order_service::http::{self, ApiState};
+use order_service::auth::{AuthMode, ClientRegistry, TokenDigest};
+use order_service::config::DEFAULT_AMQP_DELIVERY_LIMIT;
+use order_service::http::{self, ApiState, HttpSettings};
 use order_service::telemetry;
 
 pub use crate::common::ADMIN_URL;
@@ -126,8 +131,70 @@ impl TestApp {
         }
     }
 
+    /// A test app whose router enforces authentication for these clients, each
+    /// `(id, token, scopes)`.
+    pub async fn spawn_with_clients(clients: &[(&str, &str, &str)]) -> Self {
+        let config: Vec<String> = clients
+            .iter()
+            .map(|(id, token, scopes)| format!("{id}:{}:{scopes}", TokenDigest::of(token).to_hex()))
+            .collect();
+        let clients = ClientRegistry::parse(&config.join(";"), "test").unwrap();
+        let mut app = Self::spawn().await;
+        app.reroute(HttpSettings {
+            auth: AuthMode::Enforced(clients),
+            ..HttpSettings::default()
+        });
+        app
+    }
+
+    /// Serves this app's database through a router built with `settings`.
+    pub fn reroute(&mut self, settings: HttpSettings) {
+        self.router = http::router_with(
+            ApiState {
+                app: App::new(self.pool.clone()),
+                metrics: telemetry::metrics(),
+                readiness: Default::default(),
+            },
+            settings,
+        );
+    }
+
     pub async fn request(&self, request: Request<Body>) -> TestResponse {
         send(&self.router, request).await
+    }
+
+    /// Parks a dead letter as the dead-letter consumer would receive it from the service: with
+    /// `reason` as its `x-error-reason`, the service's other bookkeeping headers and a
+    /// `traceparent` of the publisher's; returns its id.
+    pub async fn park(
+        &self,
+        routing_key: &str,
+        message_id: Option<&str>,
+        body: &[u8],
+        reason: &str,
+    ) -> Uuid {
+        let mut headers = FieldTable::default();
+        for (key, value) in [
+            ("x-error-reason", AMQPValue::LongString(reason.into())),
+            ("x-attempt", AMQPValue::LongUInt(1)),
+            (
+                "x-original-routing-key",
+                AMQPValue::LongString(routing_key.into()),
+            ),
+            ("traceparent", AMQPValue::LongString(TRACEPARENT.into())),
+        ] {
+            headers.insert(key.into(), value);
+        }
+        let mut properties = BasicProperties::default().with_headers(headers);
+        if let Some(id) = message_id {
+            properties = properties.with_message_id(id.into());
+        }
+        let letter = dead_letter_of(routing_key, &properties, body, DEFAULT_AMQP_DELIVERY_LIMIT);
+        App::new(self.pool.clone())
+            .park(&letter)
+            .await
+            .expect("park a dead letter")
+            .as_uuid()
     }
 
     pub async fn get(&self, path: &str) -> TestResponse {
@@ -481,6 +548,16 @@ pub fn json_post(path: &str, body: impl Into<Body>) -> Request<Body> {
 pub async fn connection_heavy() -> MutexGuard<'static, ()> {
     static HEAVY: Mutex<()> = Mutex::const_new(());
     HEAVY.lock().await
+}
+
+/// The publisher's trace header on the dead letters [`TestApp::park`] makes.
+pub const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// An inbound envelope's bytes.
+pub fn envelope(event_id: &str, event_type: &str, data: Value) -> Vec<u8> {
+    json!({"event_id": event_id, "type": event_type, "occurred_at": "2026-11-21T10:00:00Z", "data": data})
+        .to_string()
+        .into_bytes()
 }
 
 pub fn unique_key() -> String {

@@ -11,24 +11,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
 use uuid::Uuid;
 
-use order_service::app::App;
-use order_service::http::{self, ApiState, HttpSettings, Limits, MAX_BODY_BYTES};
-use order_service::telemetry;
+use order_service::http::{self, HttpSettings, Limits, MAX_BODY_BYTES};
 
 use crate::helpers::{TestApp, json_post, order_body, raw_post, unique_key};
 
 fn with_limits(app: &mut TestApp, limits: Limits) {
-    app.router = http::router_with(
-        ApiState {
-            app: App::new(app.pool.clone()),
-            metrics: telemetry::metrics(),
-            readiness: Default::default(),
-        },
-        HttpSettings {
-            limits,
-            ..HttpSettings::default()
-        },
-    );
+    app.reroute(HttpSettings {
+        limits,
+        ..HttpSettings::default()
+    });
 }
 
 /// A connection of the test's own holding the order's row lock until it is dropped or rolled

@@ -6,6 +6,7 @@ mod common;
 mod auth;
 mod bad_input;
 mod cli;
+mod dead_letters;
 mod expiry;
 mod helpers;
 mod idempotency;

@@ -1,0 +1,130 @@
+//! Request bodies and query parameters of `/v1/dead-letters`. Bodies reject unknown fields; each
+//! becomes domain values (a filter of the store) in `try_into_domain`, with the domain's bounds.
+
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use super::problem::Problem;
+use crate::app::dead_letters::DeadLetterFilter;
+use crate::app::dead_letters::views::DeadLetterStatusView;
+use crate::domain::{DeadLetterId, MAX_BULK_REPLAY, ValidationError, reason_filter, type_filter};
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeadLetterListParams {
+    /// Only dead letters in this status.
+    pub status: Option<DeadLetterStatusView>,
+    /// Only those whose reason contains this text, case-insensitively (`premature:` gives a
+    /// class).
+    #[param(min_length = 1, max_length = 1024)]
+    pub reason: Option<String>,
+    /// Only those of this event type.
+    #[serde(rename = "type")]
+    #[param(rename = "type", min_length = 1, max_length = 255)]
+    pub event_type: Option<String>,
+    /// Page size, 1–100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<u16>,
+    /// The `next` cursor of the previous page.
+    pub after: Option<String>,
+}
+
+impl DeadLetterListParams {
+    /// The filter, or the 400 of a filter out of bounds.
+    pub fn filter(&self) -> Result<DeadLetterFilter, Problem> {
+        let invalid = |e: ValidationError| Problem::bad_request("invalid-query", e.to_string());
+        Ok(DeadLetterFilter {
+            status: self.status.map(Into::into),
+            reason: self
+                .reason
+                .as_deref()
+                .map(reason_filter)
+                .transpose()
+                .map_err(invalid)?,
+            event_type: self
+                .event_type
+                .as_deref()
+                .map(type_filter)
+                .transpose()
+                .map_err(invalid)?,
+            ids: None,
+        })
+    }
+}
+
+/// The body of a replay or discard of one dead letter: an empty object.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({}))]
+// Braces, not a unit struct: serde reads `{}` into braces only.
+#[allow(clippy::empty_structs_with_brackets)]
+pub struct ActionRequest {}
+
+/// Which parked dead letters a bulk replay takes: those matching every filter given (none given:
+/// every parked one), oldest first, at most 1000 per call.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"reason": "premature:", "type": "payment.succeeded"}))]
+pub struct BulkReplayRequest {
+    /// Only these dead letters (at most 1000).
+    #[schema(max_items = 1000)]
+    pub ids: Option<Vec<Uuid>>,
+    /// Only those whose reason contains this text, case-insensitively.
+    #[schema(min_length = 1, max_length = 1024)]
+    pub reason: Option<String>,
+    /// Only those of this event type.
+    #[serde(rename = "type")]
+    #[schema(min_length = 1, max_length = 255)]
+    pub event_type: Option<String>,
+}
+
+impl BulkReplayRequest {
+    pub fn try_into_domain(self) -> Result<DeadLetterFilter, ValidationError> {
+        if self
+            .ids
+            .as_ref()
+            .is_some_and(|ids| ids.len() > MAX_BULK_REPLAY)
+        {
+            return Err(ValidationError::new(
+                "ids",
+                format!("at most {MAX_BULK_REPLAY} ids per call"),
+            ));
+        }
+        Ok(DeadLetterFilter {
+            status: None,
+            reason: self.reason.as_deref().map(reason_filter).transpose()?,
+            event_type: self.event_type.as_deref().map(type_filter).transpose()?,
+            ids: self
+                .ids
+                .map(|ids| ids.into_iter().map(DeadLetterId::from_uuid).collect()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+    use utoipa::PartialSchema;
+
+    use super::*;
+    use crate::domain::MAX_REASON_BYTES;
+
+    /// The documented bounds are literals (utoipa takes no constants); they must say what the
+    /// domain enforces.
+    #[test]
+    fn the_documented_bounds_are_the_domain_rules() {
+        let schema: Value = serde_json::to_value(BulkReplayRequest::schema()).unwrap();
+        let properties = &schema["properties"];
+        assert_eq!(properties["ids"]["maxItems"], json!(MAX_BULK_REPLAY));
+        assert_eq!(properties["reason"]["maxLength"], json!(MAX_REASON_BYTES));
+        let too_many = BulkReplayRequest {
+            ids: Some(vec![Uuid::nil(); MAX_BULK_REPLAY + 1]),
+            reason: None,
+            event_type: None,
+        };
+        assert!(too_many.try_into_domain().is_err());
+        assert!(reason_filter(&"r".repeat(MAX_REASON_BYTES)).is_ok());
+        assert!(reason_filter(&"r".repeat(MAX_REASON_BYTES + 1)).is_err());
+    }
+}

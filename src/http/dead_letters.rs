@@ -1,0 +1,201 @@
+//! `/v1/dead-letters`: find, group, replay and discard parked dead letters (README "Dead letters:
+//! find, group, replay, discard"). Every route needs the scope `orders:admin`; the actions are
+//! POSTs like any other, with an Idempotency-Key.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::cursor;
+use super::dead_letter_requests::{ActionRequest, BulkReplayRequest, DeadLetterListParams};
+use super::extract::{Caller, DeadLetterPath, ListQuery, Mutation};
+use super::problem::{DeadLetterActionProblems, Problem};
+use super::respond;
+use super::state::ApiState;
+use crate::app::Outcome;
+use crate::app::dead_letters::views::{
+    BulkReplayView, DeadLetterList, DeadLetterSummaryView, DeadLetterView,
+};
+use crate::app::dead_letters::{DeadLetterDetails, DeadLetterPageRequest};
+
+/// List dead letters, newest first (by when they were last dead-lettered).
+///
+/// Keyset pagination: pass the `next` of a page as `after` to get the following one. A dead letter
+/// dead-lettered again while you page moves to the front.
+#[utoipa::path(
+    get,
+    path = "/v1/dead-letters",
+    tag = "dead-letters",
+    params(DeadLetterListParams),
+    responses(
+        (status = 200, description = "A page of dead letters (bodies cut after 64 KiB)", body = DeadLetterList),
+        (status = 400, description = "Invalid status, reason, type, limit or cursor", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_dead_letters(
+    State(state): State<ApiState>,
+    ListQuery(params): ListQuery<DeadLetterListParams>,
+) -> Result<axum::Json<DeadLetterList>, Problem> {
+    let (limit, after) = cursor::page(params.limit, params.after.as_deref())?;
+    let page = state
+        .app
+        .dead_letters(DeadLetterPageRequest {
+            filter: params.filter()?,
+            limit,
+            after,
+        })
+        .await?;
+    Ok(axum::Json(DeadLetterList {
+        items: page.items.iter().map(DeadLetterView::from).collect(),
+        next: page.next.map(|c| cursor::encode(&c)),
+    }))
+}
+
+/// The parked dead letters at a glance: how many, by reason class and event type.
+#[utoipa::path(
+    get,
+    path = "/v1/dead-letters/summary",
+    tag = "dead-letters",
+    responses(
+        (status = 200, description = "Counts of parked dead letters", body = DeadLetterSummaryView),
+    )
+)]
+pub async fn dead_letter_summary(
+    State(state): State<ApiState>,
+) -> Result<axum::Json<DeadLetterSummaryView>, Problem> {
+    let summary = state.app.parked_summary().await?;
+    Ok(axum::Json(DeadLetterSummaryView::from(&summary)))
+}
+
+/// Get one dead letter, with the actions taken on it.
+#[utoipa::path(
+    get,
+    path = "/v1/dead-letters/{id}",
+    tag = "dead-letters",
+    params(("id" = uuid::Uuid, Path, description = "The dead letter's id")),
+    responses(
+        (status = 200, description = "The dead letter", body = DeadLetterView),
+        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown dead letter", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_dead_letter(
+    State(state): State<ApiState>,
+    DeadLetterPath(id): DeadLetterPath,
+) -> Result<axum::Json<DeadLetterView>, Problem> {
+    let details = state.app.dead_letter(id).await?;
+    Ok(axum::Json(DeadLetterView::from(&details)))
+}
+
+/// Replay a parked dead letter.
+///
+/// Sends its original body and properties (without the bookkeeping headers) back to the inbound
+/// exchange with its original routing key, through the outbox, and marks it `replayed`. Only a
+/// parked dead letter can be replayed (409 otherwise, with its `current_status`): one that comes
+/// back is parked again and can be replayed again. The body is `{}`.
+#[utoipa::path(
+    post,
+    path = "/v1/dead-letters/{id}/replay",
+    tag = "dead-letters",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The dead letter's id"),
+        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
+    ),
+    request_body = ActionRequest,
+    responses(
+        (status = 200, description = "Replayed (or replayed before under this key: see `Idempotent-Replayed`)", body = DeadLetterView,
+            headers(("Idempotent-Replayed" = String, description = "`true` when nothing new was done"))),
+        (status = 409, description = "Not parked (already replayed or discarded), or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
+        DeadLetterActionProblems,
+    )
+)]
+pub async fn replay_dead_letter(
+    State(state): State<ApiState>,
+    caller: Caller,
+    DeadLetterPath(id): DeadLetterPath,
+    request: Mutation<ActionRequest>,
+) -> Result<Response, Problem> {
+    let outcome = state
+        .app
+        .replay_dead_letter(id, &request.cause(caller))
+        .await?;
+    Ok(acted(&outcome))
+}
+
+/// Discard a parked dead letter.
+///
+/// Marks it `discarded`: it is never replayed, and its row stays as the record. Only a parked dead
+/// letter can be discarded (409 otherwise). The body is `{}`.
+#[utoipa::path(
+    post,
+    path = "/v1/dead-letters/{id}/discard",
+    tag = "dead-letters",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The dead letter's id"),
+        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
+    ),
+    request_body = ActionRequest,
+    responses(
+        (status = 200, description = "Discarded (or discarded before under this key: see `Idempotent-Replayed`)", body = DeadLetterView,
+            headers(("Idempotent-Replayed" = String, description = "`true` when nothing new was done"))),
+        (status = 409, description = "Not parked (already replayed or discarded), or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
+        DeadLetterActionProblems,
+    )
+)]
+pub async fn discard_dead_letter(
+    State(state): State<ApiState>,
+    caller: Caller,
+    DeadLetterPath(id): DeadLetterPath,
+    request: Mutation<ActionRequest>,
+) -> Result<Response, Problem> {
+    let outcome = state
+        .app
+        .discard_dead_letter(id, &request.cause(caller))
+        .await?;
+    Ok(acted(&outcome))
+}
+
+/// 200 with the dead letter as it is now, the same for an action taken now or replayed.
+fn acted(outcome: &Outcome<DeadLetterDetails>) -> Response {
+    respond::outcome(
+        StatusCode::OK,
+        outcome,
+        DeadLetterView::from(outcome.value()),
+    )
+}
+
+/// Replay every parked dead letter that matches.
+///
+/// Takes the parked dead letters matching all filters given (`ids`, `reason` substring, `type`;
+/// none given: all), oldest first, **at most 1000 per call**: call again while `replayed` is 1000.
+#[utoipa::path(
+    post,
+    path = "/v1/dead-letters/replay",
+    tag = "dead-letters",
+    params(("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request")),
+    request_body = BulkReplayRequest,
+    responses(
+        (status = 200, description = "How many were replayed (or replayed before under this key: see `Idempotent-Replayed`)", body = BulkReplayView,
+            headers(("Idempotent-Replayed" = String, description = "`true` when nothing new was done"))),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A request with this key, or one holding these dead letters, is in flight", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid or unknown field, more than 1000 ids, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn replay_dead_letters(
+    State(state): State<ApiState>,
+    caller: Caller,
+    request: Mutation<BulkReplayRequest>,
+) -> Result<Response, Problem> {
+    let cause = request.cause(caller);
+    let filter = request.body.try_into_domain()?;
+    let outcome = state.app.replay_dead_letters(filter, &cause).await?;
+    let replayed = *outcome.value();
+    Ok(respond::outcome(
+        StatusCode::OK,
+        &outcome,
+        BulkReplayView { replayed },
+    ))
+}
