@@ -5,12 +5,13 @@
 //! owns transactions and outcomes; [`store`] holds all SQL; [`domain`] is pure. [`auth`] knows the
 //! API's clients; [`health`] carries the readiness of background components. [`startup`] wires
 //! them together from [`config`] into a [`startup::Service`]; [`telemetry`] sets up logs and
-//! metrics; [`expiry`] cancels orders left unpaid too long. `docs/architecture.md` is the map for
-//! newcomers.
+//! metrics; [`expiry`] cancels orders left unpaid too long; [`cli`] is the operators' command
+//! line for parked dead letters. `docs/architecture.md` is the map for newcomers.
 
 pub mod amqp;
 pub mod app;
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod expiry;

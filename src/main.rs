@@ -1,10 +1,11 @@
-//! The `order-service` binary: `serve` (default), `migrate`, `openapi`, `token`.
+//! The `order-service` binary: `serve` (default), `migrate`, `openapi`, `token`, `dead-letters`.
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use order_service::auth::{Client, Scopes, TokenDigest, generate_token};
+use order_service::cli::DeadLettersArgs;
 use order_service::config::Config;
 use order_service::domain::ClientId;
 use order_service::startup::{Service, shutdown_signal};
@@ -42,6 +43,9 @@ enum Command {
         #[arg(long, default_value = "orders:read,orders:write")]
         scopes: String,
     },
+    /// Find, show, replay and discard parked dead letters (the same commands as
+    /// /v1/dead-letters, against DATABASE_URL; actions are recorded as the client `cli`).
+    DeadLetters(DeadLettersArgs),
 }
 
 #[tokio::main]
@@ -72,6 +76,9 @@ async fn main() -> anyhow::Result<()> {
             );
             println!("{line}");
             Ok(())
+        }
+        Command::DeadLetters(args) => {
+            order_service::cli::dead_letters::run(args, &cli.config).await
         }
         Command::Migrate => {
             telemetry::init_logging(cli.config.log_format);

@@ -1,0 +1,331 @@
+//! `order-service dead-letters …`: list, show, replay and discard parked dead letters from the
+//! command line. An action is the REST request it stands for, with cause `cli` (recorded as the
+//! client `cli`), an Idempotency-Key generated per invocation unless `--idempotency-key` is given,
+//! and the fingerprint of the equivalent `POST /v1/dead-letters/…`: a retry with the same key
+//! answers as a REST retry does.
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::table::{Table, cut, printable};
+use crate::app::dead_letters::views::{BulkReplayView, DeadLetterList, DeadLetterView};
+use crate::app::dead_letters::{DeadLetterDetails, DeadLetterFilter, DeadLetterPageRequest};
+use crate::app::{App, Outcome};
+use crate::config::Config;
+use crate::domain::{
+    Cause, DeadLetterId, DeadLetterStatus, IdempotencyKey, reason_filter, type_filter,
+};
+use crate::http::{cursor, fingerprint};
+use crate::store;
+
+#[derive(Debug, Args)]
+pub struct DeadLettersArgs {
+    #[command(subcommand)]
+    command: DeadLettersCommand,
+    /// Print the REST API's JSON instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum DeadLettersCommand {
+    /// List dead letters, newest first.
+    List {
+        #[arg(long, value_enum)]
+        status: Option<Status>,
+        /// Only those whose reason contains this text (case-insensitive); `premature:` gives a class.
+        #[arg(long)]
+        reason: Option<String>,
+        /// Only those of this event type.
+        #[arg(long = "type")]
+        event_type: Option<String>,
+        /// Page size, 1–100.
+        #[arg(long, default_value_t = cursor::DEFAULT_PAGE)]
+        limit: u16,
+        /// The `next` cursor of the previous page.
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// Show one dead letter: its reason, headers, body and the actions taken on it.
+    Show { id: DeadLetterId },
+    /// Replay parked dead letters: the ids given, or every one matching --reason and --type (at
+    /// most 1000 per call), or --all.
+    Replay {
+        ids: Vec<DeadLetterId>,
+        #[arg(long, conflicts_with = "ids")]
+        reason: Option<String>,
+        #[arg(long = "type", conflicts_with = "ids")]
+        event_type: Option<String>,
+        /// Every parked dead letter (at most 1000 per call).
+        #[arg(long, conflicts_with_all = ["ids", "reason", "event_type"])]
+        all: bool,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Discard a parked dead letter.
+    Discard {
+        id: DeadLetterId,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Status {
+    Parked,
+    Replayed,
+    Discarded,
+}
+
+impl From<Status> for DeadLetterStatus {
+    fn from(status: Status) -> Self {
+        match status {
+            Status::Parked => DeadLetterStatus::Parked,
+            Status::Replayed => DeadLetterStatus::Replayed,
+            Status::Discarded => DeadLetterStatus::Discarded,
+        }
+    }
+}
+
+/// Runs the subcommand against the configured database; what it prints goes to stdout.
+pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
+    let options = store::connect_options(&config.database_url, config.lock_timeout())?;
+    let app = App::new(store::pool(options, 2)).replaying_to(&config.amqp.inbound_exchange);
+    let json = args.json;
+    match args.command {
+        DeadLettersCommand::List {
+            status,
+            reason,
+            event_type,
+            limit,
+            after,
+        } => {
+            let (limit, after) = cursor::page(Some(limit), after.as_deref())
+                .map_err(|problem| anyhow::anyhow!(problem.detail))?;
+            let filter = DeadLetterFilter {
+                status: status.map(Into::into),
+                reason: reason.as_deref().map(reason_filter).transpose()?,
+                event_type: event_type.as_deref().map(type_filter).transpose()?,
+                ids: None,
+            };
+            let page = app
+                .dead_letters(DeadLetterPageRequest {
+                    filter,
+                    limit,
+                    after,
+                })
+                .await?;
+            let list = DeadLetterList {
+                items: page.items.iter().map(DeadLetterView::from).collect(),
+                next: page.next.map(|c| cursor::encode(&c)),
+            };
+            print!(
+                "{}",
+                if json {
+                    to_json(&list)?
+                } else {
+                    list_table(&list)
+                }
+            );
+        }
+        DeadLettersCommand::Show { id } => {
+            let view = DeadLetterView::from(&app.dead_letter(id).await?);
+            print!(
+                "{}",
+                if json {
+                    to_json(&view)?
+                } else {
+                    details(&view)
+                }
+            );
+        }
+        DeadLettersCommand::Replay {
+            ids,
+            reason,
+            event_type,
+            all,
+            idempotency_key,
+        } => {
+            let key = key(idempotency_key.as_deref())?;
+            if let [id] = ids.as_slice() {
+                let cause = cause(key, &format!("/v1/dead-letters/{id}/replay"), &json!({}));
+                let outcome = app.replay_dead_letter(*id, &cause).await?;
+                print!("{}", acted("replayed", &outcome, json)?);
+                return Ok(());
+            }
+            if ids.is_empty() && reason.is_none() && event_type.is_none() && !all {
+                anyhow::bail!("name dead letters to replay: ids, --reason, --type, or --all");
+            }
+            let mut body = serde_json::Map::new();
+            if !ids.is_empty() {
+                body.insert(
+                    "ids".into(),
+                    json!(ids.iter().map(DeadLetterId::as_uuid).collect::<Vec<Uuid>>()),
+                );
+            }
+            if let Some(reason) = &reason {
+                body.insert("reason".into(), json!(reason));
+            }
+            if let Some(event_type) = &event_type {
+                body.insert("type".into(), json!(event_type));
+            }
+            let filter = DeadLetterFilter {
+                status: None,
+                reason: reason.as_deref().map(reason_filter).transpose()?,
+                event_type: event_type.as_deref().map(type_filter).transpose()?,
+                ids: (!ids.is_empty()).then_some(ids),
+            };
+            let cause = cause(key, "/v1/dead-letters/replay", &Value::Object(body));
+            let outcome = app.replay_dead_letters(filter, &cause).await?;
+            let view = BulkReplayView {
+                replayed: *outcome.value(),
+            };
+            if json {
+                print!("{}", to_json(&view)?);
+            } else {
+                println!(
+                    "replayed {} dead letters{}",
+                    view.replayed,
+                    replay_note(&outcome)
+                );
+            }
+        }
+        DeadLettersCommand::Discard {
+            id,
+            idempotency_key,
+        } => {
+            let key = key(idempotency_key.as_deref())?;
+            let cause = cause(key, &format!("/v1/dead-letters/{id}/discard"), &json!({}));
+            let outcome = app.discard_dead_letter(id, &cause).await?;
+            print!("{}", acted("discarded", &outcome, json)?);
+        }
+    }
+    Ok(())
+}
+
+/// The key given, or a fresh one, said on stderr so that the operator can retry with it.
+fn key(given: Option<&str>) -> anyhow::Result<IdempotencyKey> {
+    let key = match given {
+        Some(key) => IdempotencyKey::parse(key)?,
+        None => IdempotencyKey::parse(&format!("cli-{}", Uuid::now_v7()))?,
+    };
+    eprintln!("idempotency key: {key} (pass --idempotency-key {key} to retry this action)");
+    Ok(key)
+}
+
+/// The cause of an action: the command line, with the fingerprint of the REST request it stands
+/// for.
+fn cause(key: IdempotencyKey, path: &str, body: &Value) -> Cause {
+    Cause::Cli {
+        key,
+        fingerprint: fingerprint::of_request("POST", path, body),
+    }
+}
+
+fn acted(what: &str, outcome: &Outcome<DeadLetterDetails>, json: bool) -> anyhow::Result<String> {
+    let view = DeadLetterView::from(outcome.value());
+    if json {
+        return to_json(&view);
+    }
+    Ok(format!("{what} {}{}\n", view.id, replay_note(outcome)))
+}
+
+/// Says when nothing new was done: the key had already done it.
+fn replay_note<T>(outcome: &Outcome<T>) -> &'static str {
+    match outcome {
+        Outcome::Applied(_) => "",
+        Outcome::AlreadyApplied(_) | Outcome::Replayed(_) => {
+            " (done before under this Idempotency-Key; nothing new was done)"
+        }
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
+    let mut text = serde_json::to_string_pretty(value).context("JSON output")?;
+    text.push('\n');
+    Ok(text)
+}
+
+fn list_table(list: &DeadLetterList) -> String {
+    let mut table = Table::new(&[
+        "ID",
+        "STATUS",
+        "TIMES",
+        "TYPE",
+        "LAST DEAD-LETTERED",
+        "REASON",
+    ]);
+    for letter in &list.items {
+        table.row(&[
+            &letter.id.to_string(),
+            as_text(&letter.status).as_str(),
+            &letter.times.to_string(),
+            letter.event_type.as_deref().unwrap_or("-"),
+            &letter.last_dead_lettered_at.to_rfc3339(),
+            &cut(&letter.reason, 100),
+        ]);
+    }
+    let mut out = table.render();
+    if let Some(next) = &list.next {
+        out.push_str(&format!("next page: --after {next}\n"));
+    }
+    out
+}
+
+fn details(view: &DeadLetterView) -> String {
+    let mut fields = Table::new(&["id", &view.id.to_string()]);
+    for (name, value) in [
+        ("status", as_text(&view.status)),
+        ("times", view.times.to_string()),
+        ("reason", view.reason.clone()),
+        (
+            "type",
+            view.event_type.clone().unwrap_or_else(|| "-".into()),
+        ),
+        (
+            "event id",
+            view.event_id.clone().unwrap_or_else(|| "-".into()),
+        ),
+        (
+            "message id",
+            view.message_id.clone().unwrap_or_else(|| "-".into()),
+        ),
+        ("routing key", view.routing_key.clone()),
+        ("first", view.first_dead_lettered_at.to_rfc3339()),
+        ("last", view.last_dead_lettered_at.to_rfc3339()),
+        ("headers", view.headers.to_string()),
+    ] {
+        fields.row(&[name, &value]);
+    }
+    let cut_note = if view.body_truncated { ", cut" } else { "" };
+    let mut out = fields.render();
+    out.push_str(&format!(
+        "body ({} bytes{cut_note}):\n{}\n",
+        view.body_bytes,
+        printable(&view.body)
+    ));
+    let actions = view.actions.as_deref().unwrap_or_default();
+    if !actions.is_empty() {
+        let mut table = Table::new(&["ACTION", "BY", "AT"]);
+        for action in actions {
+            table.row(&[
+                as_text(&action.action).as_str(),
+                &action.by,
+                &action.at.to_rfc3339(),
+            ]);
+        }
+        out.push_str("actions:\n");
+        out.push_str(&table.render());
+    }
+    out
+}
+
+/// A view enum as its JSON string (`parked`, `replay`, …).
+fn as_text<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
