@@ -1,11 +1,13 @@
 //! The AMQP side: the inbound consumer (events drive the same commands as the REST API), the
-//! decision table that settles each delivery, the broker topology, and the outbox relay that
-//! publishes committed events.
+//! decision table that settles each delivery, the broker topology, the outbox relay that
+//! publishes committed events, and the AsyncAPI document that describes all of it.
 
+pub mod asyncapi;
 mod connection;
 pub mod consumer;
 pub mod decision;
 pub mod envelope;
+mod inbound;
 pub mod relay;
 mod republish;
 pub mod topology;

@@ -12,7 +12,7 @@ use super::{
 };
 
 /// The RabbitMQ side: names of the topology (README "Messaging") and consumer tuning.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
 pub struct AmqpConfig {
     /// Run the AMQP consumer and outbox relay beside the API.
     #[arg(long = "amqp-enabled", global = true, env = "AMQP_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
@@ -101,6 +101,26 @@ pub struct AmqpConfig {
         default_value_t = DEFAULT_AMQP_RETRY_MAX_MS
     )]
     pub retry_max_ms: u64,
+}
+
+impl Default for AmqpConfig {
+    /// The defaults clap applies when nothing is configured (without reading the environment):
+    /// what the committed AsyncAPI document describes.
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            inbound_exchange: DEFAULT_INBOUND_EXCHANGE.to_owned(),
+            inbox_queue: DEFAULT_INBOX_QUEUE.to_owned(),
+            dead_letter_exchange: DEFAULT_DEAD_LETTER_EXCHANGE.to_owned(),
+            dead_letter_queue: DEFAULT_DEAD_LETTER_QUEUE.to_owned(),
+            outbound_exchange: DEFAULT_OUTBOUND_EXCHANGE.to_owned(),
+            prefetch: DEFAULT_AMQP_PREFETCH,
+            max_attempts: DEFAULT_AMQP_MAX_ATTEMPTS,
+            delivery_limit: DEFAULT_AMQP_DELIVERY_LIMIT,
+            retry_base_ms: DEFAULT_AMQP_RETRY_BASE_MS,
+            retry_max_ms: DEFAULT_AMQP_RETRY_MAX_MS,
+        }
+    }
 }
 
 impl AmqpConfig {

@@ -222,6 +222,11 @@ mod tests {
     }
 
     #[test]
+    fn the_amqp_default_is_what_clap_applies() {
+        assert_eq!(AmqpConfig::default(), defaults().amqp);
+    }
+
+    #[test]
     fn a_urls_password_is_redacted_and_the_rest_kept() {
         assert_eq!(
             redact_url("amqp://guest:guest@127.0.0.1:5672/%2f"),
