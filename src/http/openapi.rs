@@ -23,7 +23,9 @@ use crate::domain::IdempotencyKey;
             `application/problem+json` (RFC 9457).\n\n\
             Every operation under `/v1` needs `Authorization: Bearer <token>`: reads the scope \
             `orders:read`, changes `orders:write` (401 without a valid token, 403 without the \
-            scope). Health, metrics and these docs are open.",
+            scope). Health, metrics and these docs are open.\n\n\
+            The events the service consumes and publishes over RabbitMQ are documented at \
+            [/docs/events](/docs/events) (AsyncAPI 3.0: `/asyncapi.json`).",
         license(name = "MIT")
     ),
     tags(

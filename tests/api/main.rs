@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod asyncapi;
 mod auth;
 mod bad_input;
 mod cli;
