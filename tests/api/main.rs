@@ -7,6 +7,7 @@ mod asyncapi;
 mod auth;
 mod bad_input;
 mod cli;
+mod events_page;
 mod expiry;
 mod helpers;
 mod idempotency;
