@@ -10,13 +10,12 @@ use std::time::Duration;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use strum::IntoEnumIterator;
-use tokio_util::sync::CancellationToken;
 
 use order_service::amqp::envelope::INBOUND_TYPES;
 use order_service::domain::EventType;
-use order_service::http::{self, ConnectionLimits};
+use order_service::http::ConnectionLimits;
 
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, serve_tcp};
 
 /// Where Debian's package puts it; `CHROMIUM` names another binary.
 const DEFAULT_CHROMIUM: &str = "/usr/bin/chromium";
@@ -36,16 +35,7 @@ async fn the_events_page_renders_every_event_offline_in_a_real_browser() {
                 log.lock().unwrap().push(request.uri().path().to_owned());
                 next.run(request)
             }));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    let server = tokio::spawn(http::serve(
-        listener,
-        router,
-        ConnectionLimits::default(),
-        async move { stop.cancelled().await },
-    ));
+    let (address, shutdown, server) = serve_tcp(router, ConnectionLimits::default()).await;
     let profile = Profile::new();
 
     let output = tokio::time::timeout(
