@@ -170,39 +170,37 @@ impl Lexer {
 
     /// `(a, b, ...)`, possibly empty.
     fn label_list(&mut self) -> Result<Vec<String>, String> {
-        self.expect('(')?;
-        let mut labels = Vec::new();
-        loop {
-            match self.next_significant() {
-                Some(')') => {
-                    self.at += 1;
-                    return Ok(labels);
-                }
-                Some(',') => self.at += 1,
-                Some(c) if c.is_ascii_alphabetic() || c == '_' => labels.push(self.identifier()),
-                other => return Err(format!("expected a label, found {other:?}")),
-            }
-        }
+        self.list('(', ')', |lexer| Ok(lexer.identifier()))
     }
 
     /// `{label op "value", ...}`.
     fn matchers(&mut self) -> Result<Vec<(String, String)>, String> {
-        self.expect('{')?;
-        let mut matchers = Vec::new();
+        self.list('{', '}', |lexer| {
+            let label = lexer.identifier();
+            lexer.skip_while(|c| c.is_whitespace() || matches!(c, '=' | '!' | '~'));
+            Ok((label, lexer.string()?))
+        })
+    }
+
+    /// Comma-separated items between `open` and `close`, each starting with a label name and
+    /// read by `item`.
+    fn list<T>(
+        &mut self,
+        open: char,
+        close: char,
+        mut item: impl FnMut(&mut Self) -> Result<T, String>,
+    ) -> Result<Vec<T>, String> {
+        self.expect(open)?;
+        let mut items = Vec::new();
         loop {
             match self.next_significant() {
-                Some('}') => {
+                Some(c) if c == close => {
                     self.at += 1;
-                    return Ok(matchers);
+                    return Ok(items);
                 }
                 Some(',') => self.at += 1,
-                Some(c) if c.is_ascii_alphabetic() || c == '_' => {
-                    let label = self.identifier();
-                    self.skip_while(|c| c.is_whitespace() || matches!(c, '=' | '!' | '~'));
-                    let value = self.string()?;
-                    matchers.push((label, value));
-                }
-                other => return Err(format!("expected a label matcher, found {other:?}")),
+                Some(c) if c.is_ascii_alphabetic() || c == '_' => items.push(item(self)?),
+                other => return Err(format!("expected a label or `{close}`, found {other:?}")),
             }
         }
     }
