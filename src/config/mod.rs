@@ -105,12 +105,7 @@ pub struct Config {
     pub amqp_url: String,
 
     /// Where the REST API listens.
-    #[arg(
-        long,
-        global = true,
-        env = "HTTP_ADDR",
-        default_value_t = DEFAULT_HTTP_ADDR
-    )]
+    #[arg(long, global = true, env = "HTTP_ADDR", default_value_t = DEFAULT_HTTP_ADDR)]
     pub http_addr: SocketAddr,
 
     #[arg(

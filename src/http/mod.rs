@@ -12,6 +12,7 @@ pub mod fingerprint;
 mod lifecycle;
 mod limits;
 mod openapi;
+mod openapi_parts;
 mod ops;
 mod orders;
 mod payments;
