@@ -106,7 +106,9 @@ fn message(name: &str, summary: &str, headers: &str, payload: Value) -> Value {
         "headers": reference("schemas", headers),
         "payload": payload,
         "correlationId": {
-            "description": "The envelope's `event_id`: what makes a redelivered copy a copy.",
+            "description": "The envelope's `event_id`, unique per event: a redelivered copy \
+                carries the same one. Outbound it is also the AMQP `message_id`; publishers \
+                should set theirs the same way.",
             "location": "$message.payload#/event_id"
         },
         "bindings": { "amqp": { "bindingVersion": super::bindings::VERSION } }
