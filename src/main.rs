@@ -1,4 +1,5 @@
-//! The `order-service` binary: `serve` (default), `migrate`, `openapi`, `token`, `dead-letters`.
+//! The `order-service` binary: `serve` (default), `migrate`, `openapi`, `asyncapi`, `token`,
+//! `dead-letters`.
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -9,7 +10,7 @@ use order_service::cli::DeadLettersArgs;
 use order_service::config::Config;
 use order_service::domain::ClientId;
 use order_service::startup::{Service, shutdown_signal};
-use order_service::{http, store, telemetry};
+use order_service::{amqp, http, store, telemetry};
 
 #[derive(Parser)]
 #[command(
@@ -32,6 +33,9 @@ enum Command {
     Migrate,
     /// Print the OpenAPI document (what openapi/openapi.json must equal).
     Openapi,
+    /// Print the AsyncAPI document of the messaging contract, with the default names (what
+    /// openapi/asyncapi.json must equal).
+    Asyncapi,
     /// Create an API client's token: prints the token (give it to the client; it is shown only
     /// here) and the configuration line holding its SHA-256 (add it to AUTH_CLIENTS or
     /// AUTH_CLIENTS_FILE). Two lines on stdout; explanations on stderr.
@@ -54,6 +58,10 @@ async fn main() -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Openapi => {
             println!("{}", http::openapi_json());
+            Ok(())
+        }
+        Command::Asyncapi => {
+            println!("{}", amqp::asyncapi::to_pretty_json());
             Ok(())
         }
         Command::Token { client, scopes } => {

@@ -5,8 +5,12 @@
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use strum::{EnumDiscriminants, EnumString, IntoStaticStr, VariantNames};
-use uuid::Uuid;
+use strum::{EnumDiscriminants, EnumIter, EnumString, IntoStaticStr, VariantNames};
+use utoipa::ToSchema;
+
+use super::inbound::{
+    CancellationRequested, OrderPlaced, PaymentSucceeded, RefundSucceeded, ShipmentDispatched,
+};
 
 use crate::domain::{
     BoundedText, CustomerId, EventId, Money, NewOrder, OrderId, Payment, Refund, Shipment,
@@ -66,14 +70,22 @@ pub enum Poison {
 }
 
 /// The envelope's frame. `type` is read as text first, so that an unknown type is poison that
-/// names it rather than a generic "not an envelope".
-#[derive(Deserialize)]
+/// names it rather than a generic "not an envelope". Its schema is the frame of every inbound
+/// message in the AsyncAPI document.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct RawEnvelope {
+#[schema(as = InboundEnvelope)]
+pub(super) struct RawEnvelope {
+    /// Unique per event (1–255 characters): the publisher's id of the fact, kept on the history
+    /// row it caused.
+    #[schema(min_length = 1, max_length = 255, example = "evt-7f3a9c")]
     event_id: String,
+    /// The event type, which is also the routing key it was published with.
     #[serde(rename = "type")]
     event_type: String,
+    /// When the fact happened, RFC 3339.
     occurred_at: DateTime<Utc>,
+    /// The type's data.
     data: serde_json::Value,
 }
 
@@ -85,7 +97,7 @@ struct RawEnvelope {
 #[strum_discriminants(
     name(InboundType),
     vis(pub),
-    derive(EnumString, IntoStaticStr, VariantNames)
+    derive(EnumString, IntoStaticStr, VariantNames, EnumIter)
 )]
 enum InboundWire {
     #[serde(rename = "order.placed")]
@@ -107,48 +119,6 @@ enum InboundWire {
 
 /// The routing keys the inbox is bound to: every inbound type, from the wire enum itself.
 pub const INBOUND_TYPES: &[&str] = InboundType::VARIANTS;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OrderPlaced {
-    order_id: Uuid,
-    customer_id: String,
-    amount_minor: i64,
-    currency: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PaymentSucceeded {
-    order_id: Uuid,
-    transfer_id: String,
-    amount_minor: i64,
-    currency: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RefundSucceeded {
-    order_id: Uuid,
-    refund_id: String,
-    amount_minor: i64,
-    currency: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ShipmentDispatched {
-    order_id: Uuid,
-    carrier: String,
-    tracking_number: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CancellationRequested {
-    order_id: Uuid,
-    reason: String,
-}
 
 impl TryFrom<InboundWire> for InboundEvent {
     type Error = ValidationError;
@@ -221,6 +191,7 @@ pub fn parse(body: &[u8]) -> Result<Envelope, Poison> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use uuid::Uuid;
 
     fn envelope(event_type: &str, data: serde_json::Value) -> Vec<u8> {
         json!({"event_id": "e-1", "type": event_type, "occurred_at": "2026-11-21T10:00:00Z", "data": data})

@@ -1,12 +1,14 @@
 //! The AMQP side: the inbound consumer (events drive the same commands as the REST API), the
 //! decision table that settles each delivery, the broker topology, the outbox relay that
-//! publishes committed events (and replayed dead letters), and the parker that moves dead letters
-//! into Postgres.
+//! publishes committed events (and replayed dead letters), the parker that moves dead letters
+//! into Postgres, and the AsyncAPI document that describes all of it.
 
+pub mod asyncapi;
 mod connection;
 pub mod consumer;
 pub mod decision;
 pub mod envelope;
+mod inbound;
 pub mod parked;
 mod parker;
 pub mod properties;

@@ -159,16 +159,12 @@ impl Topology {
         }
 
         for delay in &self.retry_delays {
-            let mut args = FieldTable::default();
-            args.insert(
-                "x-message-ttl".into(),
-                AMQPValue::LongLongInt(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)),
-            );
-            // The default exchange routes by queue name: expired messages go back to the inbox.
-            args.insert("x-dead-letter-exchange".into(), text(""));
-            args.insert("x-dead-letter-routing-key".into(), text(&self.inbox));
             channel
-                .queue_declare(name(&self.retry_queue(*delay)), durable_queue, args)
+                .queue_declare(
+                    name(&self.retry_queue(*delay)),
+                    durable_queue,
+                    self.retry_queue_arguments(*delay),
+                )
                 .await?;
         }
         Ok(())
@@ -185,7 +181,7 @@ impl Topology {
                     durable: true,
                     ..QueueDeclareOptions::default()
                 },
-                quorum(FieldTable::default()),
+                self.dead_letter_queue_arguments(),
             )
             .await?;
         channel
@@ -197,6 +193,24 @@ impl Topology {
                 FieldTable::default(),
             )
             .await
+    }
+
+    /// The dead-letter queue is a quorum queue like the inbox, with nowhere further to go.
+    pub fn dead_letter_queue_arguments(&self) -> FieldTable {
+        quorum(FieldTable::default())
+    }
+
+    /// A delay queue holds each message for `delay`, then dead-letters it back to the inbox.
+    pub fn retry_queue_arguments(&self, delay: Duration) -> FieldTable {
+        let mut args = FieldTable::default();
+        args.insert(
+            "x-message-ttl".into(),
+            AMQPValue::LongLongInt(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)),
+        );
+        // The default exchange routes by queue name: expired messages go back to the inbox.
+        args.insert("x-dead-letter-exchange".into(), text(""));
+        args.insert("x-dead-letter-routing-key".into(), text(&self.inbox));
+        args
     }
 
     /// Anything the broker itself gives up on (a rejected message, one delivered

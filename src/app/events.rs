@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgConnection;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::AppError;
@@ -26,13 +27,19 @@ pub(super) fn event_id(order_id: OrderId, version: Version, event_type: EventTyp
     )
 }
 
-/// An outbound event as published: the same envelope as inbound events carry.
-#[derive(Debug, Serialize)]
+/// An outbound event as published: the same envelope as inbound events carry. Its schema is the
+/// payload of every outbound message in the AsyncAPI document.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct OutboundEnvelope {
+    /// `uuidv5(order_id/version/type)`: the same however often the change is attempted, and the
+    /// AMQP `message_id`.
     pub event_id: Uuid,
+    /// The event type, which is also the routing key.
     #[serde(rename = "type")]
     pub event_type: &'static str,
+    /// The `updated_at` of the order's version the change produced.
     pub occurred_at: DateTime<Utc>,
+    /// The order at that version, as the REST API shows it.
     pub data: OrderView,
 }
 

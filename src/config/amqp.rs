@@ -12,55 +12,30 @@ use super::{
 };
 
 /// The RabbitMQ side: names of the topology (README "Messaging") and consumer tuning.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
 pub struct AmqpConfig {
     /// Run the AMQP consumer and outbox relay beside the API.
     #[arg(long = "amqp-enabled", global = true, env = "AMQP_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
     pub enabled: bool,
 
     /// Topic exchange the inbound events are published to.
-    #[arg(
-        long,
-        global = true,
-        env = "AMQP_INBOUND_EXCHANGE",
-        default_value = DEFAULT_INBOUND_EXCHANGE
-    )]
+    #[arg(long, global = true, env = "AMQP_INBOUND_EXCHANGE", default_value = DEFAULT_INBOUND_EXCHANGE)]
     pub inbound_exchange: String,
 
     /// Quorum queue the consumer reads.
-    #[arg(
-        long,
-        global = true,
-        env = "AMQP_INBOX_QUEUE",
-        default_value = DEFAULT_INBOX_QUEUE
-    )]
+    #[arg(long, global = true, env = "AMQP_INBOX_QUEUE", default_value = DEFAULT_INBOX_QUEUE)]
     pub inbox_queue: String,
 
     /// Exchange that routes dead letters to the dead-letter queue.
-    #[arg(
-        long,
-        global = true,
-        env = "AMQP_DEAD_LETTER_EXCHANGE",
-        default_value = DEFAULT_DEAD_LETTER_EXCHANGE
-    )]
+    #[arg(long, global = true, env = "AMQP_DEAD_LETTER_EXCHANGE", default_value = DEFAULT_DEAD_LETTER_EXCHANGE)]
     pub dead_letter_exchange: String,
 
     /// Queue holding messages that cannot be applied, each with an `x-error-reason` header.
-    #[arg(
-        long,
-        global = true,
-        env = "AMQP_DEAD_LETTER_QUEUE",
-        default_value = DEFAULT_DEAD_LETTER_QUEUE
-    )]
+    #[arg(long, global = true, env = "AMQP_DEAD_LETTER_QUEUE", default_value = DEFAULT_DEAD_LETTER_QUEUE)]
     pub dead_letter_queue: String,
 
     /// Topic exchange the outbox relay publishes order events to.
-    #[arg(
-        long,
-        global = true,
-        env = "AMQP_OUTBOUND_EXCHANGE",
-        default_value = DEFAULT_OUTBOUND_EXCHANGE
-    )]
+    #[arg(long, global = true, env = "AMQP_OUTBOUND_EXCHANGE", default_value = DEFAULT_OUTBOUND_EXCHANGE)]
     pub outbound_exchange: String,
 
     /// Unacknowledged messages the consumer holds (and processes concurrently) at once.
@@ -76,31 +51,36 @@ pub struct AmqpConfig {
     /// consumer crashed or hung on it) before the broker dead-letters it with `x-death` reason
     /// `delivery_limit`. The inbox's `x-delivery-limit`; 0 declares none. Separate from
     /// `AMQP_MAX_ATTEMPTS`, which counts the service's own retries of premature messages.
-    #[arg(
-        long,
-        global = true,
-        env = "AMQP_DELIVERY_LIMIT",
-        default_value_t = DEFAULT_AMQP_DELIVERY_LIMIT
-    )]
+    #[arg(long, global = true, env = "AMQP_DELIVERY_LIMIT", default_value_t = DEFAULT_AMQP_DELIVERY_LIMIT)]
     pub delivery_limit: u32,
 
     /// Delay before the first retry of a premature message; doubles per attempt (milliseconds).
-    #[arg(
-        long,
-        global = true,
-        env = "AMQP_RETRY_BASE_MS",
-        default_value_t = DEFAULT_AMQP_RETRY_BASE_MS
-    )]
+    #[arg(long, global = true, env = "AMQP_RETRY_BASE_MS", default_value_t = DEFAULT_AMQP_RETRY_BASE_MS)]
     pub retry_base_ms: u64,
 
     /// Longest delay between two attempts (milliseconds).
-    #[arg(
-        long,
-        global = true,
-        env = "AMQP_RETRY_MAX_MS",
-        default_value_t = DEFAULT_AMQP_RETRY_MAX_MS
-    )]
+    #[arg(long, global = true, env = "AMQP_RETRY_MAX_MS", default_value_t = DEFAULT_AMQP_RETRY_MAX_MS)]
     pub retry_max_ms: u64,
+}
+
+impl Default for AmqpConfig {
+    /// The defaults clap applies when nothing is configured (without reading the environment):
+    /// what the committed AsyncAPI document describes.
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            inbound_exchange: DEFAULT_INBOUND_EXCHANGE.to_owned(),
+            inbox_queue: DEFAULT_INBOX_QUEUE.to_owned(),
+            dead_letter_exchange: DEFAULT_DEAD_LETTER_EXCHANGE.to_owned(),
+            dead_letter_queue: DEFAULT_DEAD_LETTER_QUEUE.to_owned(),
+            outbound_exchange: DEFAULT_OUTBOUND_EXCHANGE.to_owned(),
+            prefetch: DEFAULT_AMQP_PREFETCH,
+            max_attempts: DEFAULT_AMQP_MAX_ATTEMPTS,
+            delivery_limit: DEFAULT_AMQP_DELIVERY_LIMIT,
+            retry_base_ms: DEFAULT_AMQP_RETRY_BASE_MS,
+            retry_max_ms: DEFAULT_AMQP_RETRY_MAX_MS,
+        }
+    }
 }
 
 impl AmqpConfig {

@@ -28,13 +28,7 @@ pub struct AuthConfig {
     pub disabled: bool,
 
     /// Path prefixes served without a token (matched per segment: `/health` covers `/health/live`).
-    #[arg(
-        long,
-        global = true,
-        env = "AUTH_OPEN_PATHS",
-        value_delimiter = ',',
-        default_values_t = DEFAULT_OPEN_PATHS.map(String::from)
-    )]
+    #[arg(long, global = true, env = "AUTH_OPEN_PATHS", value_delimiter = ',', default_values_t = DEFAULT_OPEN_PATHS.map(String::from))]
     pub open_paths: Vec<String>,
 }
 
@@ -42,70 +36,35 @@ pub struct AuthConfig {
 #[derive(Debug, Clone, Args)]
 pub struct LimitsConfig {
     /// A request still running after this long is abandoned with 503 (milliseconds).
-    #[arg(
-        long,
-        global = true,
-        env = "HTTP_REQUEST_TIMEOUT_MS",
-        default_value_t = DEFAULT_REQUEST_TIMEOUT_MS
-    )]
+    #[arg(long, global = true, env = "HTTP_REQUEST_TIMEOUT_MS", default_value_t = DEFAULT_REQUEST_TIMEOUT_MS)]
     pub request_timeout_ms: u64,
 
     /// Requests under /v1 served at once; beyond it they are shed with 503 and Retry-After.
-    #[arg(
-        long,
-        global = true,
-        env = "HTTP_MAX_CONCURRENT_REQUESTS",
-        default_value_t = DEFAULT_MAX_CONCURRENT_REQUESTS
-    )]
+    #[arg(long, global = true, env = "HTTP_MAX_CONCURRENT_REQUESTS", default_value_t = DEFAULT_MAX_CONCURRENT_REQUESTS)]
     pub max_concurrent_requests: usize,
 
     /// A request body not fully received this long after its head is refused with 408
     /// (milliseconds); it is read before the request takes one of the concurrent slots.
-    #[arg(
-        long,
-        global = true,
-        env = "HTTP_BODY_READ_TIMEOUT_MS",
-        default_value_t = DEFAULT_HTTP_BODY_READ_TIMEOUT_MS
-    )]
+    #[arg(long, global = true, env = "HTTP_BODY_READ_TIMEOUT_MS", default_value_t = DEFAULT_HTTP_BODY_READ_TIMEOUT_MS)]
     pub body_read_timeout_ms: u64,
 
     /// A connection that has not sent a complete request head this long after it opened (or
     /// after its previous answer) is closed (milliseconds).
-    #[arg(
-        long,
-        global = true,
-        env = "HTTP_HEADER_READ_TIMEOUT_MS",
-        default_value_t = DEFAULT_HTTP_HEADER_READ_TIMEOUT_MS
-    )]
+    #[arg(long, global = true, env = "HTTP_HEADER_READ_TIMEOUT_MS", default_value_t = DEFAULT_HTTP_HEADER_READ_TIMEOUT_MS)]
     pub header_read_timeout_ms: u64,
 
     /// A connection on which no byte moved either way this long is closed (seconds); must
     /// exceed the request timeout.
-    #[arg(
-        long,
-        global = true,
-        env = "HTTP_IDLE_TIMEOUT_SECS",
-        default_value_t = DEFAULT_HTTP_IDLE_TIMEOUT_SECS
-    )]
+    #[arg(long, global = true, env = "HTTP_IDLE_TIMEOUT_SECS", default_value_t = DEFAULT_HTTP_IDLE_TIMEOUT_SECS)]
     pub idle_timeout_secs: u64,
 
     /// Connections open at once; beyond it new ones wait in the listen backlog. Keep it below
     /// the file-descriptor limit minus the database pool.
-    #[arg(
-        long,
-        global = true,
-        env = "HTTP_MAX_CONNECTIONS",
-        default_value_t = DEFAULT_HTTP_MAX_CONNECTIONS
-    )]
+    #[arg(long, global = true, env = "HTTP_MAX_CONNECTIONS", default_value_t = DEFAULT_HTTP_MAX_CONNECTIONS)]
     pub max_connections: usize,
 
     /// Inbound AMQP messages larger than this are dead-lettered unread (bytes).
-    #[arg(
-        long,
-        global = true,
-        env = "AMQP_MAX_MESSAGE_BYTES",
-        default_value_t = DEFAULT_AMQP_MAX_MESSAGE_BYTES
-    )]
+    #[arg(long, global = true, env = "AMQP_MAX_MESSAGE_BYTES", default_value_t = DEFAULT_AMQP_MAX_MESSAGE_BYTES)]
     pub amqp_max_message_bytes: usize,
 }
 

@@ -43,7 +43,13 @@ pub const DEFAULT_AMQP_DELIVERY_LIMIT: u32 = 20;
 pub const DEFAULT_AMQP_RETRY_BASE_MS: u64 = 1_000;
 pub const DEFAULT_AMQP_RETRY_MAX_MS: u64 = 60_000;
 
-pub const DEFAULT_OPEN_PATHS: [&str; 4] = ["/health", "/metrics", "/docs", "/openapi.json"];
+pub const DEFAULT_OPEN_PATHS: [&str; 5] = [
+    "/health",
+    "/metrics",
+    "/docs",
+    "/openapi.json",
+    "/asyncapi.json",
+];
 
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 512;
@@ -99,12 +105,7 @@ pub struct Config {
     pub amqp_url: String,
 
     /// Where the REST API listens.
-    #[arg(
-        long,
-        global = true,
-        env = "HTTP_ADDR",
-        default_value_t = DEFAULT_HTTP_ADDR
-    )]
+    #[arg(long, global = true, env = "HTTP_ADDR", default_value_t = DEFAULT_HTTP_ADDR)]
     pub http_addr: SocketAddr,
 
     #[arg(
@@ -210,7 +211,13 @@ mod tests {
         assert!(!config.auth.disabled);
         assert_eq!(
             config.auth.open_paths,
-            ["/health", "/metrics", "/docs", "/openapi.json"]
+            [
+                "/health",
+                "/metrics",
+                "/docs",
+                "/openapi.json",
+                "/asyncapi.json"
+            ]
         );
         assert_eq!(config.limits.request_timeout(), Duration::from_secs(10));
         assert_eq!(config.limits.max_concurrent_requests, 512);
@@ -219,6 +226,11 @@ mod tests {
         assert_eq!(config.limits.body_read_timeout(), Duration::from_secs(5));
         assert_eq!(config.limits.idle_timeout(), Duration::from_secs(60));
         assert_eq!(config.limits.max_connections, 512);
+    }
+
+    #[test]
+    fn the_amqp_default_is_what_clap_applies() {
+        assert_eq!(AmqpConfig::default(), defaults().amqp);
     }
 
     #[test]

@@ -13,39 +13,19 @@ use super::{
 #[derive(Debug, Clone, Args)]
 pub struct RelayConfig {
     /// Outbox rows published (and confirmed) per batch.
-    #[arg(
-        long = "outbox-batch-size",
-        global = true,
-        env = "OUTBOX_BATCH_SIZE",
-        default_value_t = DEFAULT_OUTBOX_BATCH_SIZE
-    )]
+    #[arg(long = "outbox-batch-size", global = true, env = "OUTBOX_BATCH_SIZE", default_value_t = DEFAULT_OUTBOX_BATCH_SIZE)]
     pub batch_size: u32,
 
     /// Poll interval when no NOTIFY arrives (milliseconds).
-    #[arg(
-        long = "outbox-poll-ms",
-        global = true,
-        env = "OUTBOX_POLL_MS",
-        default_value_t = DEFAULT_OUTBOX_POLL_MS
-    )]
+    #[arg(long = "outbox-poll-ms", global = true, env = "OUTBOX_POLL_MS", default_value_t = DEFAULT_OUTBOX_POLL_MS)]
     pub poll_ms: u64,
 
     /// Published rows older than this are deleted (hours; default 7 days).
-    #[arg(
-        long = "outbox-retention-hours",
-        global = true,
-        env = "OUTBOX_RETENTION_HOURS",
-        default_value_t = DEFAULT_OUTBOX_RETENTION_HOURS
-    )]
+    #[arg(long = "outbox-retention-hours", global = true, env = "OUTBOX_RETENTION_HOURS", default_value_t = DEFAULT_OUTBOX_RETENTION_HOURS)]
     pub retention_hours: u64,
 
     /// How often the relay prunes (seconds).
-    #[arg(
-        long = "outbox-prune-interval-secs",
-        global = true,
-        env = "OUTBOX_PRUNE_INTERVAL_SECS",
-        default_value_t = DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS
-    )]
+    #[arg(long = "outbox-prune-interval-secs", global = true, env = "OUTBOX_PRUNE_INTERVAL_SECS", default_value_t = DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS)]
     pub prune_interval_secs: u64,
 }
 

@@ -1,9 +1,13 @@
 //! The events order-service emits: one per status change, one when a refund becomes due, and one
 //! per recorded refund.
 
-use strum::{AsRefStr, Display, EnumString, IntoStaticStr};
+use strum::{AsRefStr, Display, EnumIter, EnumString, IntoStaticStr};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr, IntoStaticStr)]
+/// Every type, in the order of `EnumIter`, is in the AsyncAPI document (README "The messaging
+/// contract: AsyncAPI").
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr, IntoStaticStr, EnumIter,
+)]
 pub enum EventType {
     #[strum(serialize = "order.created")]
     OrderCreated,

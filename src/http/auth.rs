@@ -322,7 +322,9 @@ mod tests {
             "/docs",
             "/docs/",
             "/docs/swagger-ui.css",
+            "/docs/events",
             "/openapi.json",
+            "/asyncapi.json",
         ] {
             assert!(open.contains(path), "{path}");
         }
@@ -332,6 +334,7 @@ mod tests {
             "/metricsx",
             "/v1/orders",
             "/openapi.jsonx",
+            "/asyncapi.json.bak",
             "/docs/../v1/orders",
             "/health/./x",
         ] {

@@ -9,7 +9,8 @@ use axum::response::Response;
 use super::cursor;
 use super::dead_letter_requests::{ActionRequest, BulkReplayRequest, DeadLetterListParams};
 use super::extract::{Caller, DeadLetterPath, ListQuery, Mutation};
-use super::problem::{DeadLetterActionProblems, Problem};
+use super::openapi_parts::{CommandHeaders, DeadLetterActionProblems, DeadLetterIdPath};
+use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
 use crate::app::Outcome;
@@ -72,7 +73,7 @@ pub async fn dead_letter_summary(
     get,
     path = "/v1/dead-letters/{id}",
     tag = "dead-letters",
-    params(("id" = uuid::Uuid, Path, description = "The dead letter's id")),
+    params(DeadLetterIdPath),
     responses(
         (status = 200, description = "The dead letter", body = DeadLetterView),
         (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
@@ -97,10 +98,7 @@ pub async fn get_dead_letter(
     post,
     path = "/v1/dead-letters/{id}/replay",
     tag = "dead-letters",
-    params(
-        ("id" = uuid::Uuid, Path, description = "The dead letter's id"),
-        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
-    ),
+    params(DeadLetterIdPath, CommandHeaders),
     request_body = ActionRequest,
     responses(
         (status = 200, description = "Replayed (or replayed before under this key: see `Idempotent-Replayed`)", body = DeadLetterView,
@@ -130,10 +128,7 @@ pub async fn replay_dead_letter(
     post,
     path = "/v1/dead-letters/{id}/discard",
     tag = "dead-letters",
-    params(
-        ("id" = uuid::Uuid, Path, description = "The dead letter's id"),
-        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
-    ),
+    params(DeadLetterIdPath, CommandHeaders),
     request_body = ActionRequest,
     responses(
         (status = 200, description = "Discarded (or discarded before under this key: see `Idempotent-Replayed`)", body = DeadLetterView,
@@ -172,7 +167,7 @@ fn acted(outcome: &Outcome<DeadLetterDetails>) -> Response {
     post,
     path = "/v1/dead-letters/replay",
     tag = "dead-letters",
-    params(("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request")),
+    params(CommandHeaders),
     request_body = BulkReplayRequest,
     responses(
         (status = 200, description = "How many were replayed (or replayed before under this key: see `Idempotent-Replayed`)", body = BulkReplayView,

@@ -24,15 +24,21 @@ pub(super) fn router(document: utoipa::openapi::OpenApi) -> Router<ApiState> {
 
 async fn harden(response: Response) -> Response {
     // The Swagger UI answers an unknown asset with an empty 404: give it the API's error format.
-    let mut response = if response.status() == StatusCode::NOT_FOUND {
+    let response = if response.status() == StatusCode::NOT_FOUND {
         Problem::not_found("no such page of the API documentation").into_response()
     } else {
         response
     };
+    with_page_headers(response, CONTENT_SECURITY_POLICY)
+}
+
+/// The headers of every documentation page and asset: `policy` as its Content-Security-Policy,
+/// no framing, no content sniffing, no referrer.
+pub(super) fn with_page_headers(mut response: Response, policy: &'static str) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        HeaderValue::from_static(policy),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(

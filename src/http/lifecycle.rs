@@ -6,10 +6,14 @@ use axum::response::Response;
 
 use super::dto::{CancelRequest, HistoryList, ShipRequest};
 use super::extract::{Caller, IfMatch, Mutation, OrderPath};
-use super::problem::{CommandProblems, Problem};
+use super::openapi_parts::{
+    CommandHeaders, CommandProblems, IfMatchHeader, OrderIdPath, OrderReadProblems,
+    StatusChangeResponses,
+};
+use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
-use crate::app::views::{HistoryEntryView, OrderView};
+use crate::app::views::HistoryEntryView;
 
 /// Ship a paid order.
 ///
@@ -19,18 +23,11 @@ use crate::app::views::{HistoryEntryView, OrderView};
     post,
     path = "/v1/orders/{id}/ship",
     tag = "orders",
-    params(
-        ("id" = uuid::Uuid, Path, description = "The order id"),
-        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
-        ("If-Match" = Option<String>, Header, description = "The ETag the client last saw, e.g. \"2\""),
-    ),
+    params(OrderIdPath, CommandHeaders, IfMatchHeader),
     request_body = ShipRequest,
     responses(
-        (status = 200, description = "Order shipped (or replayed: see `Idempotent-Replayed`)", body = OrderView,
-            headers(("ETag" = String, description = "\"<version>\""),
-                    ("Idempotent-Replayed" = String, description = "`true` when nothing changed"))),
+        StatusChangeResponses,
         (status = 409, description = "Invalid transition, shipped with another shipment, or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "If-Match names another version; nothing changed", body = Problem, content_type = "application/problem+json"),
         CommandProblems,
     )
 )]
@@ -58,18 +55,11 @@ pub async fn ship_order(
     post,
     path = "/v1/orders/{id}/cancel",
     tag = "orders",
-    params(
-        ("id" = uuid::Uuid, Path, description = "The order id"),
-        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
-        ("If-Match" = Option<String>, Header, description = "The ETag the client last saw, e.g. \"2\""),
-    ),
+    params(OrderIdPath, CommandHeaders, IfMatchHeader),
     request_body = CancelRequest,
     responses(
-        (status = 200, description = "Order cancelled (or replayed: see `Idempotent-Replayed`)", body = OrderView,
-            headers(("ETag" = String, description = "\"<version>\""),
-                    ("Idempotent-Replayed" = String, description = "`true` when nothing changed"))),
+        StatusChangeResponses,
         (status = 409, description = "Invalid transition (already paid or shipped), or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "If-Match names another version; nothing changed", body = Problem, content_type = "application/problem+json"),
         CommandProblems,
     )
 )]
@@ -94,11 +84,10 @@ pub async fn cancel_order(
     get,
     path = "/v1/orders/{id}/history",
     tag = "orders",
-    params(("id" = uuid::Uuid, Path, description = "The order id")),
+    params(OrderIdPath),
     responses(
         (status = 200, description = "The transitions of the order", body = HistoryList),
-        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
+        OrderReadProblems,
     )
 )]
 pub async fn order_history(

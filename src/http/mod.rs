@@ -9,11 +9,13 @@ mod dead_letter_requests;
 mod dead_letters;
 mod docs;
 pub mod dto;
+mod event_docs;
 mod extract;
 pub mod fingerprint;
 mod lifecycle;
 mod limits;
 mod openapi;
+mod openapi_parts;
 mod ops;
 mod orders;
 mod payments;
@@ -108,6 +110,7 @@ pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
     let slots = Arc::new(Semaphore::new(settings.limits.max_concurrent_requests));
     let (api, document) = routes();
     api.merge(docs::router(document))
+        .merge(event_docs::router())
         .fallback(|| async { Problem::not_found("no such resource").into_response() })
         .method_not_allowed_fallback(|| async {
             Problem::new(

@@ -24,7 +24,9 @@ use crate::domain::IdempotencyKey;
             Every operation under `/v1` needs `Authorization: Bearer <token>`: reads the scope \
             `orders:read`, changes `orders:write`, everything under `/v1/dead-letters` \
             `orders:admin` (401 without a valid token, 403 without the scope). Health, metrics \
-            and these docs are open.",
+            and these docs are open.\n\n\
+            The events the service consumes and publishes over RabbitMQ are documented at \
+            [/docs/events](/docs/events) (AsyncAPI 3.0: `/asyncapi.json`).",
         license(name = "MIT")
     ),
     tags(

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use super::problem::Problem;
 use super::state::ApiState;
+use crate::health;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
@@ -41,7 +42,7 @@ pub async fn ready(State(state): State<ApiState>) -> Result<axum::Json<Health>, 
             detail,
         )
     };
-    if !state.app.database_reachable().await {
+    if !database_ready(&state).await {
         return Err(unavailable("postgres is unreachable"));
     }
     let not_ready = state.readiness.not_ready();
@@ -58,11 +59,22 @@ pub async fn ready(State(state): State<ApiState>) -> Result<axum::Json<Health>, 
 #[utoipa::path(get, path = "/metrics", tag = "ops",
     responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
 pub async fn metrics(State(state): State<ApiState>) -> Response {
+    // Checked at each scrape, so `ready{component="database"}` is current whether or not
+    // anything probes /health/ready.
+    database_ready(&state).await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         state.metrics.render(),
     )
         .into_response()
+}
+
+/// Whether Postgres answers now, exported as `ready{component="database"}` (README
+/// "Operations kit").
+async fn database_ready(state: &ApiState) -> bool {
+    let reachable = state.app.database_reachable().await;
+    health::record_database(reachable);
+    reachable
 }
 
 /// Counts requests by route and status, and times them.

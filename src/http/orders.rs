@@ -10,6 +10,7 @@ use utoipa::IntoParams;
 use super::cursor;
 use super::dto::{OrderList, PlaceOrderRequest};
 use super::extract::{Caller, ListQuery, Mutation, OrderPath};
+use super::openapi_parts::{CommandHeaders, OrderIdPath, OrderReadProblems};
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
@@ -26,7 +27,7 @@ use crate::domain::CustomerId;
     post,
     path = "/v1/orders",
     tag = "orders",
-    params(("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request")),
+    params(CommandHeaders),
     request_body = PlaceOrderRequest,
     responses(
         (status = 201, description = "Order placed (or replayed: see `Idempotent-Replayed`)", body = OrderView,
@@ -58,12 +59,11 @@ pub async fn place_order(
     get,
     path = "/v1/orders/{id}",
     tag = "orders",
-    params(("id" = uuid::Uuid, Path, description = "The order id")),
+    params(OrderIdPath),
     responses(
         (status = 200, description = "The order", body = OrderView,
             headers(("ETag" = String, description = "\"<version>\""))),
-        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
+        OrderReadProblems,
     )
 )]
 pub async fn get_order(

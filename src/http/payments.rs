@@ -5,7 +5,8 @@ use axum::response::Response;
 
 use super::dto::{LedgerList, PaymentRequest, PaymentResponse, RefundRequest, RefundResponse};
 use super::extract::{Caller, Mutation, OrderPath};
-use super::problem::{CommandProblems, Problem};
+use super::openapi_parts::{CommandHeaders, CommandProblems, OrderIdPath, OrderReadProblems};
+use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
 use crate::app::views::LedgerEntryView;
@@ -20,10 +21,7 @@ use crate::app::views::LedgerEntryView;
     post,
     path = "/v1/orders/{id}/payments",
     tag = "payments",
-    params(
-        ("id" = uuid::Uuid, Path, description = "The order id"),
-        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
-    ),
+    params(OrderIdPath, CommandHeaders),
     request_body = PaymentRequest,
     responses(
         (status = 201, description = "Payment recorded (or replayed: see `Idempotent-Replayed`)", body = PaymentResponse,
@@ -59,10 +57,7 @@ pub async fn record_payment(
     post,
     path = "/v1/orders/{id}/refunds",
     tag = "payments",
-    params(
-        ("id" = uuid::Uuid, Path, description = "The order id"),
-        ("Idempotency-Key" = String, Header, description = "1–255 printable ASCII characters; scopes retries of this request"),
-    ),
+    params(OrderIdPath, CommandHeaders),
     request_body = RefundRequest,
     responses(
         (status = 201, description = "Refund recorded (or replayed: see `Idempotent-Replayed`)", body = RefundResponse,
@@ -92,11 +87,10 @@ pub async fn record_refund(
     get,
     path = "/v1/orders/{id}/payments",
     tag = "payments",
-    params(("id" = uuid::Uuid, Path, description = "The order id")),
+    params(OrderIdPath),
     responses(
         (status = 200, description = "The ledger entries of the order: payments (`in`) and refunds (`out`)", body = LedgerList),
-        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown order", body = Problem, content_type = "application/problem+json"),
+        OrderReadProblems,
     )
 )]
 pub async fn list_payments(

@@ -231,52 +231,6 @@ impl From<ValidationError> for Problem {
     }
 }
 
-/// The problem responses that every command on an existing order documents alike; each
-/// endpoint adds its own success, 409 (and 412) responses.
-#[derive(utoipa::IntoResponses)]
-pub enum CommandProblems {
-    /// Missing or malformed Idempotency-Key (or If-Match), malformed JSON, or an order id that is
-    /// not a UUID
-    #[response(status = 400, content_type = "application/problem+json")]
-    BadRequest(Problem),
-    /// Unknown order
-    #[response(status = 404, content_type = "application/problem+json")]
-    NotFound(Problem),
-    /// Body over 64 KiB
-    #[response(status = 413, content_type = "application/problem+json")]
-    TooLarge(Problem),
-    /// Body is not JSON
-    #[response(status = 415, content_type = "application/problem+json")]
-    NotJson(Problem),
-    /// Invalid or unknown field, a currency other than the order's, or the key was used for
-    /// another request
-    #[response(status = 422, content_type = "application/problem+json")]
-    Invalid(Problem),
-    /// Database unavailable
-    #[response(status = 503, content_type = "application/problem+json")]
-    Unavailable(Problem),
-}
-
-/// The problem responses an action on one dead letter documents besides its 409.
-#[derive(utoipa::IntoResponses)]
-pub enum DeadLetterActionProblems {
-    /// Missing or malformed Idempotency-Key, malformed JSON, or an id that is not a UUID
-    #[response(status = 400, content_type = "application/problem+json")]
-    BadRequest(Problem),
-    /// Unknown dead letter
-    #[response(status = 404, content_type = "application/problem+json")]
-    NotFound(Problem),
-    /// Body over 64 KiB
-    #[response(status = 413, content_type = "application/problem+json")]
-    TooLarge(Problem),
-    /// Body is not JSON
-    #[response(status = 415, content_type = "application/problem+json")]
-    NotJson(Problem),
-    /// A field in the body (it must be `{}`), or the key was used for another request
-    #[response(status = 422, content_type = "application/problem+json")]
-    Invalid(Problem),
-}
-
 /// Lets handlers use `?` on application results.
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {

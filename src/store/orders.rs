@@ -51,11 +51,7 @@ impl TryFrom<OrderRow> for Order {
             id: OrderId::from_uuid(row.id),
             customer_id: CustomerId::parse(&row.customer_id)
                 .map_err(StoreError::corrupt("customer_id"))?,
-            amount: Money::new(
-                AmountMinor::parse(row.amount_minor)
-                    .map_err(StoreError::corrupt("amount_minor"))?,
-                Currency::parse(&row.currency).map_err(StoreError::corrupt("currency"))?,
-            ),
+            amount: stored_money(row.amount_minor, &row.currency)?,
             status: row.status.parse().map_err(StoreError::corrupt("status"))?,
             version: stored_version(row.version)?,
             paid_minor: row.paid_minor,
@@ -189,6 +185,14 @@ pub async fn pending_older_than(
     .fetch_all(pool)
     .await?;
     Ok(ids.into_iter().map(OrderId::from_uuid).collect())
+}
+
+/// Money read back from an `amount_minor` and a `currency` column.
+pub(super) fn stored_money(amount_minor: i64, currency: &str) -> Result<Money, StoreError> {
+    Ok(Money::new(
+        AmountMinor::parse(amount_minor).map_err(StoreError::corrupt("amount_minor"))?,
+        Currency::parse(currency).map_err(StoreError::corrupt("currency"))?,
+    ))
 }
 
 /// A version read back from the table (whose CHECK keeps it at 1 or more).

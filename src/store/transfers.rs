@@ -6,8 +6,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
 use uuid::Uuid;
 
+use super::orders::stored_money;
 use super::{Inserted, StoreError};
-use crate::domain::{AmountMinor, Currency, LedgerEntry, Money, OrderId, Transfer, TransferId};
+use crate::domain::{LedgerEntry, OrderId, Transfer, TransferId};
 
 macro_rules! columns {
     () => {
@@ -39,11 +40,7 @@ impl TryFrom<TransferRow> for LedgerEntry {
                     .direction
                     .parse()
                     .map_err(StoreError::corrupt("direction"))?,
-                money: Money::new(
-                    AmountMinor::parse(row.amount_minor)
-                        .map_err(StoreError::corrupt("amount_minor"))?,
-                    Currency::parse(&row.currency).map_err(StoreError::corrupt("currency"))?,
-                ),
+                money: stored_money(row.amount_minor, &row.currency)?,
             },
             source: row.source.parse().map_err(StoreError::corrupt("source"))?,
             received_at: row.received_at,

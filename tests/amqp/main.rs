@@ -1,5 +1,6 @@
 //! The AMQP suite: the consumer (and later the outbox relay) against a real RabbitMQ and Postgres.
 
+mod asyncapi;
 #[path = "../common/mod.rs"]
 mod common;
 mod consumer;

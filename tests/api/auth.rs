@@ -417,6 +417,8 @@ async fn health_metrics_and_docs_stay_open_while_anything_else_needs_a_token() {
         "/metrics",
         "/openapi.json",
         "/docs/",
+        "/asyncapi.json",
+        "/docs/events",
     ] {
         let response = app.get(path).await;
         assert_eq!(response.status, StatusCode::OK, "{path}: {}", response.text);

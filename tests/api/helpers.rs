@@ -3,6 +3,7 @@
 //! ends, pass or fail) and drives the real router in-process, one helper per endpoint.
 
 use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
@@ -12,6 +13,8 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use tokio::sync::{Mutex, MutexGuard};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use uuid::Uuid;
 
@@ -21,7 +24,7 @@ use order_service::amqp::parked::dead_letter_of;
 use order_service::app::App;
 use order_service::auth::{AuthMode, ClientRegistry, TokenDigest};
 use order_service::config::DEFAULT_AMQP_DELIVERY_LIMIT;
-use order_service::http::{self, ApiState, HttpSettings};
+use order_service::http::{self, ApiState, ConnectionLimits, HttpSettings};
 use order_service::telemetry;
 
 pub use crate::common::ADMIN_URL;
@@ -86,6 +89,21 @@ pub struct TestResponse {
 impl TestResponse {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The value of one directive of the Content-Security-Policy header.
+    #[track_caller]
+    pub fn csp_directive(&self, name: &str) -> String {
+        let policy = self
+            .header("content-security-policy")
+            .expect("a Content-Security-Policy");
+        policy
+            .split(';')
+            .map(str::trim)
+            .find_map(|d| d.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {policy}"))
+            .trim()
+            .to_owned()
     }
 
     pub fn is_replay(&self) -> bool {
@@ -541,6 +559,22 @@ pub fn json_post(path: &str, body: impl Into<Body>) -> Request<Body> {
         ],
         body,
     )
+}
+
+/// `router` served over TCP on a free loopback port, as the service serves it, until the token
+/// is cancelled: its address, the token, and the server's task.
+pub async fn serve_tcp(
+    router: Router,
+    limits: ConnectionLimits,
+) -> (SocketAddr, CancellationToken, JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    let server = tokio::spawn(http::serve(listener, router, limits, async move {
+        stop.cancelled().await
+    }));
+    (address, shutdown, server)
 }
 
 /// Serialises the tests that open dozens of connections at once: the local Postgres allows 100,

@@ -3,10 +3,12 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod asyncapi;
 mod auth;
 mod bad_input;
 mod cli;
 mod dead_letters;
+mod events_page;
 mod expiry;
 mod helpers;
 mod idempotency;

@@ -1,12 +1,13 @@
 //! Health and metrics.
 
 use axum::http::StatusCode;
+use metrics_exporter_prometheus::PrometheusBuilder;
 use order_service::app::App;
 use order_service::health::Readiness;
 use order_service::http::{self, ApiState};
 use order_service::{store, telemetry};
 
-use crate::helpers::TestApp;
+use crate::helpers::{InProcess, TestApp};
 
 #[tokio::test]
 async fn liveness_and_readiness_answer_when_postgres_is_up() {
@@ -17,20 +18,24 @@ async fn liveness_and_readiness_answer_when_postgres_is_up() {
     assert_eq!(ready.status, StatusCode::OK, "{}", ready.text);
 }
 
-#[tokio::test]
-async fn readiness_is_503_when_postgres_is_unreachable() {
-    // Nothing listens on port 1: the lazily connecting pool cannot reach a database.
+/// The router over a database that cannot be reached: nothing listens on port 1, so the lazily
+/// connecting pool never gets a connection.
+fn without_database() -> InProcess {
     let options = store::connect_options(
         "postgres://postgres@127.0.0.1:1/none",
         order_service::config::DEFAULT_LOCK_TIMEOUT,
     )
     .unwrap();
-    let router = http::router(ApiState {
+    InProcess(http::router(ApiState {
         app: App::new(store::pool(options, 1)),
         metrics: telemetry::metrics(),
         readiness: Default::default(),
-    });
-    let app = crate::helpers::InProcess(router);
+    }))
+}
+
+#[tokio::test]
+async fn readiness_is_503_when_postgres_is_unreachable() {
+    let app = without_database();
 
     let ready = app.get("/health/ready").await;
     ready.problem(StatusCode::SERVICE_UNAVAILABLE);
@@ -53,7 +58,7 @@ async fn readiness_is_503_while_the_broker_is_disconnected() {
         metrics: telemetry::metrics(),
         readiness,
     });
-    let with_broker = crate::helpers::InProcess(router);
+    let with_broker = InProcess(router);
 
     with_broker
         .get("/health/ready")
@@ -64,6 +69,22 @@ async fn readiness_is_503_while_the_broker_is_disconnected() {
         with_broker.get("/health/ready").await.status,
         StatusCode::OK
     );
+}
+
+#[tokio::test]
+async fn each_scrape_exports_whether_the_database_answers() {
+    // A recorder of this test's own (the test runs on one thread, and so do the requests it
+    // drives in-process): the tests running beside it cannot change what it reads.
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let gauges = recorder.handle();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let database = "ready{component=\"database\"}";
+
+    TestApp::spawn().await.get("/metrics").await;
+    assert!(gauges.render().contains(&format!("{database} 1")));
+
+    without_database().get("/metrics").await;
+    assert!(gauges.render().contains(&format!("{database} 0")));
 }
 
 #[tokio::test]

@@ -8,9 +8,9 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use order_service::http::{self, ConnectionLimits};
+use order_service::http::ConnectionLimits;
 
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, serve_tcp};
 
 /// Bounds how long a test waits for the server to act; not a performance assertion.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -24,16 +24,7 @@ struct Served {
 
 async fn serve(limits: ConnectionLimits) -> Served {
     let app = TestApp::spawn().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    let server = tokio::spawn(http::serve(
-        listener,
-        app.router.clone(),
-        limits,
-        async move { stop.cancelled().await },
-    ));
+    let (address, shutdown, server) = serve_tcp(app.router.clone(), limits).await;
     Served {
         address,
         shutdown,

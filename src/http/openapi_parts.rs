@@ -1,0 +1,120 @@
+//! The parts of the OpenAPI document that several operations share, named once: the parameters
+//! the extractors in `extract.rs` read (the order or dead letter id in the path,
+//! `Idempotency-Key`, `If-Match`) and the response sets of commands and reads. Handlers list these types in `params(...)` and
+//! `responses(...)` instead of restating them.
+
+// These types describe; they are never built or read: only the OpenAPI derives look at them.
+#![allow(dead_code)]
+
+use utoipa::{IntoParams, IntoResponses};
+
+use super::problem::Problem;
+use crate::app::views::OrderView;
+
+/// The order in the path.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct OrderIdPath {
+    /// The order id
+    id: uuid::Uuid,
+}
+
+/// The dead letter in the path.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct DeadLetterIdPath {
+    /// The dead letter's id
+    id: uuid::Uuid,
+}
+
+/// The header of every POST under `/v1` (docs/contract.md, "Idempotency keys").
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct CommandHeaders {
+    /// 1–255 printable ASCII characters; scopes retries of this request
+    #[param(rename = "Idempotency-Key")]
+    idempotency_key: String,
+}
+
+/// The header that makes a status change conditional (docs/contract.md, "Conditional requests").
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct IfMatchHeader {
+    /// The ETag the client last saw, e.g. "2"
+    #[param(rename = "If-Match")]
+    if_match: Option<String>,
+}
+
+/// The problem responses that every command on an existing order documents alike; each
+/// endpoint adds its own success, 409 (and 412) responses.
+#[derive(IntoResponses)]
+pub enum CommandProblems {
+    /// Missing or malformed Idempotency-Key (or If-Match), malformed JSON, or an order id that is
+    /// not a UUID
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadRequest(Problem),
+    /// Unknown order
+    #[response(status = 404, content_type = "application/problem+json")]
+    NotFound(Problem),
+    /// Body over 64 KiB
+    #[response(status = 413, content_type = "application/problem+json")]
+    TooLarge(Problem),
+    /// Body is not JSON
+    #[response(status = 415, content_type = "application/problem+json")]
+    NotJson(Problem),
+    /// Invalid or unknown field, a currency other than the order's, or the key was used for
+    /// another request
+    #[response(status = 422, content_type = "application/problem+json")]
+    Invalid(Problem),
+    /// Database unavailable
+    #[response(status = 503, content_type = "application/problem+json")]
+    Unavailable(Problem),
+}
+
+/// The problems of a read of one order or its records.
+#[derive(IntoResponses)]
+pub enum OrderReadProblems {
+    /// The id is not a UUID
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadId(Problem),
+    /// Unknown order
+    #[response(status = 404, content_type = "application/problem+json")]
+    NotFound(Problem),
+}
+
+/// The answers of a status change (ship, cancel) besides its 409 and the [`CommandProblems`].
+#[derive(IntoResponses)]
+pub enum StatusChangeResponses {
+    /// The order after the change (or replayed: see `Idempotent-Replayed`)
+    #[response(
+        status = 200,
+        headers(
+            ("ETag" = String, description = "\"<version>\""),
+            ("Idempotent-Replayed" = String, description = "`true` when nothing changed")
+        )
+    )]
+    Changed(OrderView),
+    /// If-Match names another version; nothing changed
+    #[response(status = 412, content_type = "application/problem+json")]
+    Stale(Problem),
+}
+
+/// The problem responses an action on one dead letter documents besides its 409.
+#[derive(IntoResponses)]
+pub enum DeadLetterActionProblems {
+    /// Missing or malformed Idempotency-Key, malformed JSON, or an id that is not a UUID
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadRequest(Problem),
+    /// Unknown dead letter
+    #[response(status = 404, content_type = "application/problem+json")]
+    NotFound(Problem),
+    /// Body over 64 KiB
+    #[response(status = 413, content_type = "application/problem+json")]
+    TooLarge(Problem),
+    /// Body is not JSON
+    #[response(status = 415, content_type = "application/problem+json")]
+    NotJson(Problem),
+    /// A field in the body (it must be `{}`), or the key was used for another request
+    #[response(status = 422, content_type = "application/problem+json")]
+    Invalid(Problem),
+}
