@@ -9,6 +9,7 @@ pub mod envelope;
 pub mod relay;
 mod republish;
 pub mod topology;
+mod trace_headers;
 mod worker;
 
 pub use connection::{AmqpError, Backoff, connect};
