@@ -317,10 +317,7 @@ mod tests {
         assert_ne!(ours.span_id(), caller.span_id());
         assert!(!ours.sampled());
         assert_eq!(ours.tracestate(), Some("v=x"));
-        assert_eq!(
-            parent(&ours.traceparent()),
-            Some(ours.with_state(None))
-        );
+        assert_eq!(parent(&ours.traceparent()), Some(ours.with_state(None)));
     }
 
     #[test]
