@@ -116,6 +116,7 @@ mod tests {
     use tracing_subscriber::layer::SubscriberExt;
 
     use super::*;
+    use crate::telemetry::tests::Writer;
     use crate::telemetry::{TraceContext, continue_trace};
 
     /// The lines written while `f` runs under the JSON format.
@@ -170,18 +171,5 @@ mod tests {
         assert_eq!(outside["message"], "outside");
         assert!(outside.get("trace_id").is_none(), "{outside}");
         assert!(outside.get("span").is_none(), "{outside}");
-    }
-
-    struct Writer(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Writer {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
     }
 }

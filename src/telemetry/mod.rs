@@ -199,7 +199,8 @@ mod tests {
         assert!(!line.chars().any(char::is_control), "{line:?}");
     }
 
-    struct Writer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    /// A log destination the test reads back.
+    pub(super) struct Writer(pub(super) std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
     impl std::io::Write for Writer {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {

@@ -52,18 +52,22 @@ fn exported(span: &tracing::Span, parent: Option<&TraceContext>) -> Option<Trace
 mod tests {
     use super::*;
 
-    #[test]
-    fn without_an_exporter_the_span_continues_the_callers_trace_with_its_own_id() {
-        let caller = TraceContext::start();
-        let span = tracing::info_span!(
+    /// A span of traced work, not yet entered.
+    fn work() -> tracing::Span {
+        tracing::info_span!(
             "work",
             trace_id = tracing::field::Empty,
             span_id = tracing::field::Empty
-        );
-        let ours = continue_trace(&span, Some(&caller));
+        )
+    }
+
+    #[test]
+    fn without_an_exporter_the_span_continues_the_callers_trace_with_its_own_id() {
+        let caller = TraceContext::start();
+        let ours = continue_trace(&work(), Some(&caller));
         assert_eq!(ours.trace_id(), caller.trace_id());
         assert_ne!(ours.span_id(), caller.span_id());
-        assert_ne!(continue_trace(&span, None).trace_id(), caller.trace_id());
+        assert_ne!(continue_trace(&work(), None).trace_id(), caller.trace_id());
     }
 
     #[test]
@@ -76,25 +80,14 @@ mod tests {
             .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
         tracing::subscriber::with_default(subscriber, || {
             let caller = TraceContext::start();
-            let span = tracing::info_span!(
-                "work",
-                trace_id = tracing::field::Empty,
-                span_id = tracing::field::Empty
-            );
+            let span = work();
             let ours = continue_trace(&span, Some(&caller));
             let exported = span.context().span().span_context().clone();
             assert_eq!(ours.trace_id(), caller.trace_id());
             assert_eq!(ours.span_id().to_bytes(), exported.span_id().to_bytes());
             assert_eq!(ours.trace_id().to_bytes(), exported.trace_id().to_bytes());
 
-            let started = span.in_scope(|| {
-                let root = tracing::info_span!(
-                    "root",
-                    trace_id = tracing::field::Empty,
-                    span_id = tracing::field::Empty
-                );
-                continue_trace(&root, None)
-            });
+            let started = span.in_scope(|| continue_trace(&work(), None));
             assert_ne!(
                 started.trace_id(),
                 caller.trace_id(),
