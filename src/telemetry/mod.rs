@@ -61,7 +61,10 @@ pub fn init(format: LogFormat) -> Result<Telemetry, ExportError> {
     drop(result);
     match &export {
         Some(_) => tracing::info!("exporting spans over OTLP"),
-        None => tracing::info!("not exporting spans ({} unset)", export::ENDPOINT_VARIABLE),
+        None => tracing::info!(
+            "not exporting spans ({} unset, or OTEL_SDK_DISABLED=true)",
+            export::ENDPOINT_VARIABLE
+        ),
     }
     Ok(Telemetry { export })
 }
