@@ -11,6 +11,7 @@ mod inbound;
 pub mod relay;
 mod republish;
 pub mod topology;
+mod trace_headers;
 mod worker;
 
 pub use connection::{AmqpError, Backoff, connect};

@@ -6,23 +6,26 @@
 //! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
 //! which keeps each order's events in version order. A relay wakes on the NOTIFY the application
 //! sends after committing events, and polls slowly as a fallback; it prunes old published rows
-//! itself.
+//! itself. Each event is published in a span under the trace context stored with it, and carries
+//! that span's context as its `traceparent`, so its consumers continue the trace of its cause.
 
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
-use lapin::types::ShortString;
+use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Event};
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{AmqpError, Backoff, connect, reconnecting};
+use super::trace_headers;
 use crate::config::RelayConfig;
 use crate::health::Signal;
 use crate::store::StoreError;
 use crate::store::outbox::{self, NOTIFY_CHANNEL, PendingEvent};
+use crate::telemetry::{TraceContext, continue_trace};
 
 /// Rows deleted per pruning statement, to keep each delete short.
 const PRUNE_BATCH: i64 = 1_000;
@@ -159,12 +162,16 @@ impl Relay {
         // with it every instance's relay, forever: past the deadline the batch ends as a failure.
         let deadline = tokio::time::Instant::now() + BATCH_DEADLINE;
         let mut pending = Vec::with_capacity(events.len());
+        // Each event's span lasts until the batch is confirmed.
+        let mut spans = Vec::with_capacity(events.len());
         for event in events {
+            let (span, trace) = publish_span(event);
             let published =
-                tokio::time::timeout_at(deadline, publish(channel, &self.exchange, event))
+                tokio::time::timeout_at(deadline, publish(channel, &self.exchange, event, &trace))
                     .await
                     .map_err(|_| AmqpError::Timeout)??;
             pending.push(published);
+            spans.push(span);
         }
         let mut confirmed = Vec::with_capacity(events.len());
         let mut failure = None;
@@ -231,19 +238,39 @@ pub async fn prune(pool: &PgPool, retention: Duration) -> Result<u64, StoreError
     }
 }
 
+/// The span publishing `event`, under the trace context stored with it (a row without one, from
+/// before the column, starts a trace), and that span's context, which the message carries.
+fn publish_span(event: &PendingEvent) -> (tracing::Span, TraceContext) {
+    let span = tracing::info_span!(
+        "publish",
+        event_id = %event.event_id,
+        event_type = %event.event_type,
+        trace_id = tracing::field::Empty,
+        span_id = tracing::field::Empty,
+    );
+    let cause =
+        TraceContext::from_headers(event.traceparent.as_deref(), event.tracestate.as_deref());
+    let trace = continue_trace(&span, cause.as_ref());
+    (span, trace)
+}
+
 async fn publish(
     channel: &Channel,
     exchange: &str,
     event: &PendingEvent,
+    trace: &TraceContext,
 ) -> lapin::Result<lapin::PublisherConfirm> {
     let body = serde_json::to_vec(&event.payload).unwrap_or_default();
+    let mut headers = FieldTable::default();
+    trace_headers::insert(&mut headers, trace);
     let properties = BasicProperties::default()
         .with_message_id(event.event_id.to_string().into())
         .with_content_type("application/json".into())
         .with_type(event.event_type.as_str().into())
         .with_app_id("order-service".into())
         .with_timestamp(u64::try_from(event.created_at.timestamp()).unwrap_or(0))
-        .with_delivery_mode(2);
+        .with_delivery_mode(2)
+        .with_headers(headers);
     channel
         .basic_publish(
             ShortString::from(exchange),

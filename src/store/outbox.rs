@@ -1,5 +1,5 @@
-//! The `outbox` table: events written in the transaction of the change they report, then claimed,
-//! marked published and pruned by the relay.
+//! The `outbox` table: events written in the transaction of the change they report, each with
+//! the W3C trace context of its cause, then claimed, marked published and pruned by the relay.
 
 use std::time::Duration;
 
@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::StoreError;
 use crate::domain::{EventType, OrderId, Version};
+use crate::telemetry::TraceContext;
 
 pub struct NewEvent {
     pub event_id: Uuid,
@@ -17,18 +18,24 @@ pub struct NewEvent {
     pub order_version: Version,
     /// The whole envelope, exactly as it will be published.
     pub payload: serde_json::Value,
+    /// The context of the span that caused the change, stored as its `traceparent` and
+    /// `tracestate` headers.
+    pub trace: TraceContext,
 }
 
 pub async fn insert(conn: &mut PgConnection, event: &NewEvent) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO outbox (event_id, event_type, order_id, order_version, payload) \
-         VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO outbox \
+         (event_id, event_type, order_id, order_version, payload, traceparent, tracestate) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(event.event_id)
     .bind(event.event_type.as_ref())
     .bind(event.order_id.as_uuid())
     .bind(event.order_version.get())
     .bind(&event.payload)
+    .bind(event.trace.traceparent())
+    .bind(event.trace.tracestate())
     .execute(conn)
     .await?;
     Ok(())
@@ -58,6 +65,9 @@ pub struct PendingEvent {
     pub order_version: i64,
     pub payload: serde_json::Value,
     pub created_at: DateTime<Utc>,
+    /// The cause's trace context as written; none on rows older than the column.
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
 }
 
 /// A batch claimed for publishing: the relay lease and the oldest unpublished rows, held in one
@@ -83,7 +93,8 @@ pub async fn claim_batch(pool: &PgPool, limit: u32) -> Result<Option<ClaimedBatc
     }
     // Rows another transaction holds are skipped rather than waited for.
     let events = sqlx::query_as::<_, PendingEvent>(
-        "SELECT id, event_id, event_type, order_id, order_version, payload, created_at \
+        "SELECT id, event_id, event_type, order_id, order_version, payload, created_at, \
+         traceparent, tracestate \
          FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
     )
     .bind(i64::from(limit))

@@ -219,52 +219,6 @@ async fn an_inbox_declared_without_the_delivery_limit_is_consumed_as_it_is_and_a
     );
 }
 
-/// The service binary, started over the test's database and topology; `kill -9` on drop.
-struct Service(std::process::Child);
-
-impl Service {
-    fn start(h: &Harness) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let config = &h.config;
-        let child = Command::new(env!("CARGO_BIN_EXE_order-service"))
-            .arg("serve")
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("DATABASE_URL", &h.db.url)
-            .env("AMQP_URL", AMQP_URL)
-            .env("HTTP_ADDR", format!("127.0.0.1:{port}"))
-            .env("RUST_LOG", "error")
-            .env("DB_MAX_CONNECTIONS", "4")
-            .env("AMQP_INBOUND_EXCHANGE", &config.inbound_exchange)
-            .env("AMQP_INBOX_QUEUE", &config.inbox_queue)
-            .env("AMQP_DEAD_LETTER_EXCHANGE", &config.dead_letter_exchange)
-            .env("AMQP_DEAD_LETTER_QUEUE", &config.dead_letter_queue)
-            .env("AMQP_OUTBOUND_EXCHANGE", &config.outbound_exchange)
-            .env("AMQP_DELIVERY_LIMIT", config.delivery_limit.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start order-service");
-        Self(child)
-    }
-
-    /// SIGKILL: no shutdown, no acknowledgement.
-    fn kill(mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_and_the_service_goes_on()
 {
@@ -273,7 +227,7 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_and_t
     let h = Harness::start_with(config).await;
     let stuck = Uuid::new_v4();
     h.place("placed", stuck, 1000).await;
-    let service = Service::start(&h);
+    let service = h.start_service(&[], None);
     h.wait_for_status(stuck, "PENDING_PAYMENT").await;
     service.kill();
 
@@ -297,7 +251,7 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_and_t
     let mut letters = vec![];
     for kill in 0.. {
         assert!(kill < 12, "not dead-lettered after {kill} kills");
-        let service = Service::start(&h);
+        let service = h.start_service(&[], None);
         eventually("a process to take the payment", WAIT, || async {
             (h.ready_count(&h.topology.inbox).await == 0).then_some(())
         })
@@ -321,7 +275,7 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_and_t
     assert_eq!(letters[0].1.as_deref(), Some("delivery_limit"));
 
     lock.rollback().await.expect("unlock");
-    let _service = Service::start(&h);
+    let _service = h.start_service(&[], None);
     let later = Uuid::new_v4();
     h.place("later", later, 500).await;
     h.wait_for_status(later, "PENDING_PAYMENT").await;
