@@ -10,6 +10,7 @@
 mod error;
 mod events;
 mod expiry;
+pub mod field_schemas;
 mod keys;
 mod ledger;
 mod outcome;
