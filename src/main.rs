@@ -97,15 +97,21 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve => {
-            telemetry::init_logging(cli.config.log_format);
+            let telemetry = telemetry::init(cli.config.log_format)?;
             let shutdown = CancellationToken::new();
             let on_signal = shutdown.clone();
             tokio::spawn(async move {
                 shutdown_signal().await;
                 on_signal.cancel();
             });
-            let service = Service::build(cli.config, &shutdown).await?;
-            service.run_until(shutdown).await
+            let served = async {
+                let service = Service::build(cli.config, &shutdown).await?;
+                service.run_until(shutdown).await
+            }
+            .await;
+            // The spans of the last requests and messages leave before the process does.
+            telemetry.shutdown().await;
+            served
         }
     }
 }

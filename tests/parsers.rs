@@ -1,6 +1,7 @@
 //! Property tests of the parsers at the service's edges: whatever bytes arrive (an AMQP body, a
-//! dead letter, an Idempotency-Key header, a request body, a client configuration), parsing answers
-//! `Ok` or `Err` and never panics, and what it accepts respects the documented bounds.
+//! dead letter, an Idempotency-Key header, a request body, a client configuration, a
+//! `traceparent` and `tracestate`), parsing answers `Ok` or `Err` and never panics, and what it
+//! accepts respects the documented bounds.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -14,6 +15,8 @@ use order_service::auth::ClientRegistry;
 use order_service::domain::{IdempotencyKey, MAX_REASON_BYTES, OrderId, ReasonClass};
 use order_service::http::dto::{CancelRequest, PaymentRequest, PlaceOrderRequest, ShipRequest};
 use order_service::http::fingerprint;
+use order_service::telemetry::TraceContext;
+use order_service::telemetry::trace_context::TRACESTATE_MAX_BYTES;
 
 /// Any JSON value, a few levels deep, with the awkward numbers and strings included.
 fn any_json() -> impl Strategy<Value = Value> {
@@ -178,6 +181,29 @@ proptest! {
         ],
     ) {
         every_request_body(&value);
+    }
+
+    #[test]
+    fn a_trace_context_of_any_text_never_panics_and_what_is_passed_on_is_valid_and_bounded(
+        traceparent in prop_oneof![
+            ".{0,80}",
+            "[0-9a-f]{2}-[0-9a-fA-F]{30,33}-[0-9a-f]{15,17}-[0-9a-f]{2}(-.{0,8})?",
+        ],
+        tracestate in prop_oneof![
+            ".{0,600}",
+            // Valid entries (values without `,` and `=`), sometimes too many or too long.
+            "([a-z][a-z0-9_*/-]{0,20}(@[a-z]{1,3})?=[!-+\\--<>-~]{1,150}, ?){1,36}",
+        ],
+    ) {
+        if let Some(context) = TraceContext::from_headers(Some(&traceparent), Some(&tracestate)) {
+            let ours = TraceContext::continue_or_start(Some(&context));
+            let sent = ours.traceparent();
+            prop_assert_eq!(sent.len(), 55);
+            prop_assert_eq!(TraceContext::from_headers(Some(&sent), ours.tracestate()), Some(ours.clone()));
+            if let Some(state) = ours.tracestate() {
+                prop_assert!(!state.is_empty() && state.len() <= TRACESTATE_MAX_BYTES);
+            }
+        }
     }
 
     #[test]

@@ -179,6 +179,7 @@ async fn place(app: &App) -> anyhow::Result<(String, Instant)> {
         &Cause::Amqp {
             event_id: EventId::parse("latency")?,
         },
+        &order_service::telemetry::TraceContext::start(),
     )
     .await?;
     Ok((id.to_string(), Instant::now()))

@@ -2,8 +2,8 @@
 //! parses it into (unknown fields rejected) before the domain's constructors check its values,
 //! and, from the same derive, the JSON Schemas the AsyncAPI document shows for it.
 //!
-//! The schemas' bounds are literals (utoipa takes no constants), the same as the REST request
-//! bodies'; a unit test holds them to the REST bodies, whose own test holds them to the domain.
+//! The bounded fields' schemas come from `app::field_schemas`, built from the domain's bounds,
+//! as the REST request bodies' do; a unit test holds the two doors to the same bounds.
 
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -11,6 +11,7 @@ use utoipa::openapi::{RefOr, Schema};
 use uuid::Uuid;
 
 use super::envelope::InboundType;
+use crate::app::field_schemas;
 
 /// Places an order, as `POST /v1/orders` does; a replay of the same content changes nothing.
 #[derive(Deserialize, ToSchema)]
@@ -19,19 +20,11 @@ use super::envelope::InboundType;
 pub(super) struct OrderPlaced {
     /// The new order's id.
     pub order_id: Uuid,
-    /// 1–64 characters.
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
-        example = "customer-42"
-    )]
+    #[schema(schema_with = field_schemas::customer_id)]
     pub customer_id: String,
-    /// The price in integer minor units: 1 … 10^12.
-    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64, example = 4999)]
+    #[schema(schema_with = field_schemas::amount_minor)]
     pub amount_minor: i64,
-    /// ISO 4217, three upper-case letters.
-    #[schema(pattern = "^[A-Z]{3}$", example = "EUR")]
+    #[schema(schema_with = field_schemas::currency)]
     pub currency: String,
 }
 
@@ -42,19 +35,11 @@ pub(super) struct OrderPlaced {
 #[schema(as = PaymentSucceededData)]
 pub(super) struct PaymentSucceeded {
     pub order_id: Uuid,
-    /// The payment provider's transfer id (1–128 characters), unique across the ledger.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
-        example = "tr_1Nv0FGQ9"
-    )]
+    #[schema(schema_with = field_schemas::transfer_id)]
     pub transfer_id: String,
-    /// 1 … 10^12 minor units.
-    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64, example = 4999)]
+    #[schema(schema_with = field_schemas::amount_minor)]
     pub amount_minor: i64,
-    /// ISO 4217, three upper-case letters; the order's currency.
-    #[schema(pattern = "^[A-Z]{3}$", example = "EUR")]
+    #[schema(schema_with = field_schemas::currency)]
     pub currency: String,
 }
 
@@ -65,20 +50,11 @@ pub(super) struct PaymentSucceeded {
 #[schema(as = RefundSucceededData)]
 pub(super) struct RefundSucceeded {
     pub order_id: Uuid,
-    /// The payment provider's id of the refund (1–128 characters); it shares the ledger's id
-    /// space with payments' transfer ids.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
-        example = "re_3MtwBw"
-    )]
+    #[schema(schema_with = field_schemas::refund_id)]
     pub refund_id: String,
-    /// 1 … 10^12 minor units; at most what the order holds (`paid_minor - refunded_minor`).
-    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64, example = 1000)]
+    #[schema(schema_with = field_schemas::refund_amount_minor)]
     pub amount_minor: i64,
-    /// ISO 4217, three upper-case letters; the order's currency.
-    #[schema(pattern = "^[A-Z]{3}$", example = "EUR")]
+    #[schema(schema_with = field_schemas::currency)]
     pub currency: String,
 }
 
@@ -88,21 +64,9 @@ pub(super) struct RefundSucceeded {
 #[schema(as = ShipmentDispatchedData)]
 pub(super) struct ShipmentDispatched {
     pub order_id: Uuid,
-    /// 1–64 characters.
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
-        example = "DHL"
-    )]
+    #[schema(schema_with = field_schemas::carrier)]
     pub carrier: String,
-    /// 1–64 characters.
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
-        example = "JD014600006281234567"
-    )]
+    #[schema(schema_with = field_schemas::tracking_number)]
     pub tracking_number: String,
 }
 
@@ -112,13 +76,7 @@ pub(super) struct ShipmentDispatched {
 #[schema(as = CancellationRequestedData)]
 pub(super) struct CancellationRequested {
     pub order_id: Uuid,
-    /// 1–500 characters.
-    #[schema(
-        min_length = 1,
-        max_length = 500,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
-        example = "customer changed their mind"
-    )]
+    #[schema(schema_with = field_schemas::cancellation_reason)]
     pub reason: String,
 }
 

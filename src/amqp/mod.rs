@@ -15,6 +15,7 @@ pub mod properties;
 pub mod relay;
 mod republish;
 pub mod topology;
+mod trace_headers;
 mod worker;
 
 pub use connection::{AmqpError, Backoff, connect};

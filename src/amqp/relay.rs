@@ -5,9 +5,11 @@
 //!
 //! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
 //! which keeps each order's events in version order. A raw row (a replayed dead letter) is
-//! published as it is to its own exchange (the inbound one), declared once per session. A relay wakes on the NOTIFY the application
-//! sends after committing events, and polls slowly as a fallback; it prunes old published rows
-//! itself.
+//! published as it is to its own exchange (the inbound one), declared once per session. A relay
+//! wakes on the NOTIFY the application sends after committing events, and polls slowly as a
+//! fallback; it prunes old published rows itself. Each row is published in a span under the trace
+//! context stored with it, and carries that span's context as its `traceparent`, so its consumers
+//! continue the trace of its cause (a replay's: the operator's request).
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -15,17 +17,19 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
-use lapin::types::ShortString;
+use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Event};
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{AmqpError, Backoff, connect, reconnecting};
+use super::trace_headers;
 use crate::config::RelayConfig;
 use crate::health::Signal;
 use crate::store::StoreError;
 use crate::store::outbox::{self, NOTIFY_CHANNEL, PendingEvent, PendingMessage};
+use crate::telemetry::{TraceContext, continue_trace};
 
 /// Rows deleted per pruning statement, to keep each delete short.
 const PRUNE_BATCH: i64 = 1_000;
@@ -167,6 +171,8 @@ impl Relay {
         // with it every instance's relay, forever: past the deadline the batch ends as a failure.
         let deadline = tokio::time::Instant::now() + BATCH_DEADLINE;
         let mut pending = Vec::with_capacity(events.len());
+        // Each event's span lasts until the batch is confirmed.
+        let mut spans = Vec::with_capacity(events.len());
         for event in events {
             // A raw message's exchange (the inbound one) is declared as the topology declares it,
             // so a replay never meets a missing exchange (which would close the channel).
@@ -175,11 +181,13 @@ impl Relay {
             {
                 super::topology::declare_topic(channel, exchange).await?;
             }
+            let (span, trace) = publish_span(event);
             let published =
-                tokio::time::timeout_at(deadline, publish(channel, &self.exchange, event))
+                tokio::time::timeout_at(deadline, publish(channel, &self.exchange, event, &trace))
                     .await
                     .map_err(|_| AmqpError::Timeout)??;
             pending.push(published);
+            spans.push(span);
         }
         let mut confirmed = Vec::with_capacity(events.len());
         let mut failure = None;
@@ -246,38 +254,70 @@ pub async fn prune(pool: &PgPool, retention: Duration) -> Result<u64, StoreError
     }
 }
 
+/// The span publishing `event`, under the trace context stored with it (a row without one, from
+/// before the column, starts a trace), and that span's context, which the message carries.
+fn publish_span(event: &PendingEvent) -> (tracing::Span, TraceContext) {
+    let event_type = match &event.message {
+        PendingMessage::Event { event_type, .. } => event_type,
+        PendingMessage::Raw { routing_key, .. } => routing_key,
+    };
+    let span = tracing::info_span!(
+        "publish",
+        event_id = %event.event_id,
+        event_type = %event_type,
+        trace_id = tracing::field::Empty,
+        span_id = tracing::field::Empty,
+    );
+    let cause =
+        TraceContext::from_headers(event.traceparent.as_deref(), event.tracestate.as_deref());
+    let trace = continue_trace(&span, cause.as_ref());
+    (span, trace)
+}
+
 async fn publish(
     channel: &Channel,
     exchange: &str,
     event: &PendingEvent,
+    trace: &TraceContext,
 ) -> lapin::Result<lapin::PublisherConfirm> {
     let (exchange, routing_key, body, properties) = match &event.message {
         PendingMessage::Event {
             event_type,
             payload,
-        } => (
-            exchange,
-            event_type.as_str(),
-            Cow::Owned(serde_json::to_vec(payload).unwrap_or_default()),
-            BasicProperties::default()
+        } => {
+            let mut headers = FieldTable::default();
+            trace_headers::insert(&mut headers, trace);
+            let properties = BasicProperties::default()
                 .with_message_id(event.event_id.to_string().into())
                 .with_content_type("application/json".into())
                 .with_type(event_type.as_str().into())
                 .with_app_id("order-service".into())
                 .with_timestamp(u64::try_from(event.created_at.timestamp()).unwrap_or(0))
-                .with_delivery_mode(2),
-        ),
+                .with_delivery_mode(2)
+                .with_headers(headers);
+            (
+                exchange,
+                event_type.as_str(),
+                Cow::Owned(serde_json::to_vec(payload).unwrap_or_default()),
+                properties,
+            )
+        }
+        // A replayed dead letter: its own properties, under the replay's trace.
         PendingMessage::Raw {
             exchange,
             routing_key,
             body,
             properties,
-        } => (
-            exchange.as_str(),
-            routing_key.as_str(),
-            Cow::Borrowed(body.as_slice()),
-            super::properties::decode(properties),
-        ),
+        } => {
+            let properties = super::properties::decode(properties);
+            let headers = trace_headers::replaced(properties.headers().as_ref(), trace);
+            (
+                exchange.as_str(),
+                routing_key.as_str(),
+                Cow::Borrowed(body.as_slice()),
+                properties.with_headers(headers),
+            )
+        }
     };
     channel
         .basic_publish(

@@ -1,9 +1,10 @@
 //! What a retry or dead letter carries. A replacement is a new message of the service's own:
 //! the original body, `message_id`, `type` and `content_type`, persistent, with fresh headers
-//! ([`republished_properties`]). Nothing else of the original is repeated: another user's
-//! `user_id` would make the broker close the publishing channel, an `expiration` would let the
-//! evidence expire in the dead-letter queue, and unbounded headers could push the header frame
-//! past the broker's frame size.
+//! ([`republished_properties`]), among them the trace context of the span that handled it, so
+//! the trace goes on through every retry and into the dead letter. Nothing else of the original
+//! is repeated: another user's `user_id` would make the broker close the publishing channel, an
+//! `expiration` would let the evidence expire in the dead-letter queue, and unbounded headers
+//! could push the header frame past the broker's frame size.
 
 use lapin::BasicProperties;
 use lapin::message::Delivery;
@@ -12,6 +13,9 @@ use lapin::types::{AMQPValue, FieldTable};
 use super::consumer::{
     ATTEMPT_HEADER, HEADERS_DROPPED_HEADER, ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER,
 };
+use super::trace_headers;
+use crate::telemetry::TraceContext;
+use crate::telemetry::trace_context::{TRACEPARENT, TRACESTATE};
 
 /// The longest `x-error-reason`, in bytes; a longer reason is cut (at a character boundary). The
 /// same bound as a parked dead letter's reason.
@@ -24,12 +28,14 @@ pub const ORIGINAL_HEADERS_MAX_BYTES: usize = 16 * 1024;
 /// The properties of a retry or dead letter of `delivery`: its `message_id`, `type` and
 /// `content_type`, persistent; the original's own headers if they fit
 /// [`ORIGINAL_HEADERS_MAX_BYTES`]; and the service's headers: `x-attempt`, `x-error-reason` (cut
-/// to [`REASON_MAX_BYTES`]) and `x-original-routing-key` (kept from the first trip: a retry
-/// comes back with the inbox's name as its routing key).
+/// to [`REASON_MAX_BYTES`]), `x-original-routing-key` (kept from the first trip: a retry
+/// comes back with the inbox's name as its routing key), and `traceparent`/`tracestate` naming
+/// `trace`, the span that handled it (valid and bounded whatever the original carried).
 pub(super) fn republished_properties(
     delivery: &Delivery,
     attempt: u32,
     reason: &str,
+    trace: &TraceContext,
 ) -> BasicProperties {
     let original = &delivery.properties;
     let own = [
@@ -37,6 +43,8 @@ pub(super) fn republished_properties(
         REASON_HEADER,
         ORIGINAL_ROUTING_KEY_HEADER,
         HEADERS_DROPPED_HEADER,
+        TRACEPARENT,
+        TRACESTATE,
     ];
     let mut headers = FieldTable::default();
     let mut routing_key = AMQPValue::LongString(delivery.routing_key.as_str().into());
@@ -64,6 +72,7 @@ pub(super) fn republished_properties(
         AMQPValue::LongString(bounded(reason, REASON_MAX_BYTES).into()),
     );
     headers.insert(ORIGINAL_ROUTING_KEY_HEADER.into(), routing_key);
+    trace_headers::insert(&mut headers, trace);
 
     let mut properties = BasicProperties::default()
         .with_delivery_mode(2)

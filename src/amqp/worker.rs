@@ -2,6 +2,8 @@
 //! API runs), decide with [`decide`], and settle it — the original is acknowledged only after its
 //! command committed, or after its replacement (a retry or a dead letter) is confirmed.
 //! A replacement carries the original body with fresh, bounded properties (see `republish`).
+//! Each delivery is handled in a span of its own that continues the message's `traceparent` (or
+//! starts a trace): the events its command writes and its replacement carry that span's context.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,10 +21,11 @@ use super::decision::{Disposition, decide};
 use super::envelope::{self, Envelope, InboundEvent};
 use super::republish::{attempt_of, republished_properties};
 use super::topology::Topology;
+use super::trace_headers;
 use crate::app::App;
 use crate::config::AmqpConfig;
 use crate::domain::{Cause, ReasonClass};
-use crate::telemetry::escaped;
+use crate::telemetry::{TraceContext, continue_trace, escaped};
 
 /// Everything a delivery's handler needs.
 pub(super) struct Worker {
@@ -60,7 +63,17 @@ impl Worker {
             metrics::histogram!("amqp_message_age_seconds", "type" => event_type)
                 .record(age.as_secs_f64());
         }
-        let span = tracing::info_span!("amqp_message", %event_id, %event_type, %order_id, attempt);
+        let span = tracing::info_span!(
+            "amqp_message",
+            %event_id,
+            %event_type,
+            %order_id,
+            attempt,
+            trace_id = tracing::field::Empty,
+            span_id = tracing::field::Empty,
+        );
+        let sender = trace_headers::parent(delivery.properties.headers().as_ref());
+        let trace = continue_trace(&span, sender.as_ref());
         async move {
             let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
             let disposition = loop {
@@ -68,7 +81,7 @@ impl Worker {
                     Err(poison) => Disposition::DeadLetter {
                         reason: ReasonClass::Poison.reason(&poison.to_string()),
                     },
-                    Ok(envelope) => apply(&self.app, envelope).await,
+                    Ok(envelope) => apply(&self.app, envelope, &trace).await,
                 };
                 let Disposition::Wait { reason } = disposition else {
                     break disposition;
@@ -81,7 +94,7 @@ impl Worker {
                     () = self.session.cancelled() => return,
                 }
             };
-            let outcome = match self.settle(&delivery, attempt, disposition).await {
+            let outcome = match self.settle(&delivery, attempt, disposition, &trace).await {
                 Ok(outcome) => {
                     self.settled.record(outcome);
                     outcome
@@ -102,12 +115,13 @@ impl Worker {
     }
 
     /// Acts on the decision; the original is acknowledged only once its replacement (retry or
-    /// dead letter) is confirmed by the broker.
+    /// dead letter), carrying `trace`, is confirmed by the broker.
     async fn settle(
         &self,
         delivery: &Delivery,
         attempt: u32,
         disposition: Disposition,
+        trace: &TraceContext,
     ) -> Result<&'static str, AmqpError> {
         let outcome = match disposition {
             Disposition::Ack { outcome } => {
@@ -117,18 +131,18 @@ impl Worker {
             Disposition::Retry { reason } if attempt < self.config.max_attempts => {
                 let delay = self.config.retry_delay(attempt);
                 tracing::info!(reason = %escaped(&reason), ?delay, "premature; retrying later");
-                let properties = republished_properties(delivery, attempt + 1, &reason);
+                let properties = republished_properties(delivery, attempt + 1, &reason, trace);
                 self.publish("", &self.topology.retry_queue(delay), delivery, properties)
                     .await?;
                 "retried"
             }
             Disposition::Retry { reason } => {
                 let reason = format!("{reason} (gave up after {attempt} attempts)");
-                self.dead_letter(delivery, reason).await?;
+                self.dead_letter(delivery, reason, trace).await?;
                 "dead_lettered"
             }
             Disposition::DeadLetter { reason } => {
-                self.dead_letter(delivery, reason).await?;
+                self.dead_letter(delivery, reason, trace).await?;
                 "dead_lettered"
             }
             Disposition::Wait { .. } => return Ok("unsettled"),
@@ -137,10 +151,15 @@ impl Worker {
         Ok(outcome)
     }
 
-    async fn dead_letter(&self, delivery: &Delivery, reason: String) -> Result<(), AmqpError> {
+    async fn dead_letter(
+        &self,
+        delivery: &Delivery,
+        reason: String,
+        trace: &TraceContext,
+    ) -> Result<(), AmqpError> {
         tracing::warn!(reason = %escaped(&reason), "dead-lettering");
         let attempt = attempt_of(&delivery.properties);
-        let properties = republished_properties(delivery, attempt, &reason);
+        let properties = republished_properties(delivery, attempt, &reason, trace);
         let routing_key = delivery.routing_key.as_str().to_owned();
         self.publish(
             &self.topology.dead_letter_exchange,
@@ -177,24 +196,25 @@ impl Worker {
     }
 }
 
-/// Runs the event's command — the same one the REST API runs — and decides the disposition.
-pub async fn apply(app: &App, envelope: &Envelope) -> Disposition {
+/// Runs the event's command — the same one the REST API runs — under `trace`, the context of
+/// the delivery's span, and decides the disposition.
+pub async fn apply(app: &App, envelope: &Envelope, trace: &TraceContext) -> Disposition {
     let cause = Cause::Amqp {
         event_id: envelope.event_id.clone(),
     };
     match &envelope.event {
-        InboundEvent::OrderPlaced(new) => decide(&app.place(new.clone(), &cause).await),
+        InboundEvent::OrderPlaced(new) => decide(&app.place(new.clone(), &cause, trace).await),
         InboundEvent::PaymentSucceeded(payment) => {
-            decide(&app.record_payment(payment.clone(), &cause).await)
+            decide(&app.record_payment(payment.clone(), &cause, trace).await)
         }
         InboundEvent::RefundSucceeded(refund) => {
-            decide(&app.record_refund(refund.clone(), &cause).await)
+            decide(&app.record_refund(refund.clone(), &cause, trace).await)
         }
         InboundEvent::ShipmentDispatched { order_id, shipment } => {
-            decide(&app.ship(*order_id, shipment, None, &cause).await)
+            decide(&app.ship(*order_id, shipment, None, &cause, trace).await)
         }
         InboundEvent::CancellationRequested { order_id, reason } => {
-            decide(&app.cancel(*order_id, reason, None, &cause).await)
+            decide(&app.cancel(*order_id, reason, None, &cause, trace).await)
         }
     }
 }

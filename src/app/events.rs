@@ -1,6 +1,8 @@
 //! Writing a decided change: the guarded update, its history row and its outbox events, all in
 //! the caller's transaction. Outbound events use the envelope of the README's "Published events"
-//! section, with the order as the REST API shows it as `data`.
+//! section, with the order as the REST API shows it as `data`; each outbox row also keeps the
+//! trace context of the request or message that caused the change, which the relay sends on
+//! (README "Tracing").
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -15,6 +17,7 @@ use crate::domain::{Cause, Change, EventType, Order, OrderId, TransferId, Versio
 use crate::store::outbox::{self, NewEvent};
 use crate::store::transitions::{self, NewTransition};
 use crate::store::{Guarded, Inserted, orders};
+use crate::telemetry::TraceContext;
 
 /// Namespace for event ids: `event_id = uuidv5(NS, "<order_id>/<version>/<type>")`, so an event
 /// has the same id however many times the change that emits it is attempted.
@@ -54,7 +57,11 @@ impl OutboundEnvelope {
     }
 }
 
-fn new_event(event_type: EventType, order: &Order) -> Result<NewEvent, AppError> {
+fn new_event(
+    event_type: EventType,
+    order: &Order,
+    trace: &TraceContext,
+) -> Result<NewEvent, AppError> {
     let envelope = OutboundEnvelope::new(event_type, order);
     let payload = serde_json::to_value(&envelope)
         .map_err(|_| AppError::Invariant("an outbound envelope must serialize"))?;
@@ -64,16 +71,19 @@ fn new_event(event_type: EventType, order: &Order) -> Result<NewEvent, AppError>
         order_id: order.id,
         order_version: order.version,
         payload,
+        trace: trace.clone(),
     })
 }
 
+/// The outbox rows of `events`, each carrying `trace`: the context of the door's span.
 pub(super) async fn write_events(
     conn: &mut PgConnection,
     events: &[EventType],
     order: &Order,
+    trace: &TraceContext,
 ) -> Result<(), AppError> {
     for &event_type in events {
-        outbox::insert(conn, &new_event(event_type, order)?).await?;
+        outbox::insert(conn, &new_event(event_type, order, trace)?).await?;
     }
     Ok(())
 }
@@ -98,13 +108,14 @@ pub(super) async fn write_history(
     Ok(transitions::insert(conn, row).await?)
 }
 
-/// Applies `change` with its guarded update, then writes its history row and events. `value`
-/// makes what the command returns of the written order.
+/// Applies `change` with its guarded update, then writes its history row and its events under
+/// `trace`. `value` makes what the command returns of the written order.
 pub(super) async fn write_change<T>(
     conn: &mut PgConnection,
     change: &Change,
     transfer_id: Option<&TransferId>,
     cause: &Cause,
+    trace: &TraceContext,
     value: impl FnOnce(Order) -> T,
 ) -> Result<Attempt<T>, AppError> {
     let Guarded::Applied(order) = orders::apply(conn, change).await? else {
@@ -119,6 +130,6 @@ pub(super) async fn write_change<T>(
     else {
         return Ok(Attempt::Lost);
     };
-    write_events(conn, &change.events, &order).await?;
+    write_events(conn, &change.events, &order, trace).await?;
     Ok(Attempt::Applied(value(order), Written::Order(transition)))
 }

@@ -9,6 +9,7 @@ use super::status_change::StatusChange;
 use super::{App, AppError, Outcome};
 use crate::domain::{Cause, DomainError, Order};
 use crate::store::orders;
+use crate::telemetry::TraceContext;
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -27,15 +28,21 @@ pub struct Sweep {
 impl App {
     /// Cancels up to `limit` orders, oldest first, that have waited longer than `timeout` for
     /// their payment. Safe with any number of instances sweeping at once: each cancellation is
-    /// a guarded write, so exactly one writer moves an order and the others see it done.
-    pub async fn expire_overdue(&self, timeout: Duration, limit: u32) -> Result<Sweep, AppError> {
+    /// a guarded write, so exactly one writer moves an order and the others see it done. The
+    /// sweep's events carry `trace`, the context of the sweep's own span.
+    pub async fn expire_overdue(
+        &self,
+        timeout: Duration,
+        limit: u32,
+        trace: &TraceContext,
+    ) -> Result<Sweep, AppError> {
         let overdue = orders::pending_older_than(&self.pool, timeout, i64::from(limit)).await?;
         let mut sweep = Sweep {
             full: overdue.len() >= limit as usize,
             ..Sweep::default()
         };
         for order_id in overdue {
-            let command = StatusChange::new(order_id, None, |order: &Order| order.expire());
+            let command = StatusChange::new(order_id, None, |order: &Order| order.expire(), trace);
             match run(&self.pool, &command, &Cause::Timer).await {
                 Ok(Outcome::Applied(_)) => sweep.expired += 1,
                 Ok(Outcome::AlreadyApplied(_) | Outcome::Replayed(_))

@@ -10,6 +10,7 @@ use super::{App, AppError, Outcome};
 use crate::domain::{Cause, Decision, LedgerEntry, Order, Payment, Refund, Transfer};
 use crate::store::keys::KeyHolder;
 use crate::store::{Inserted, StoreError, orders, transfers};
+use crate::telemetry::TraceContext;
 
 /// What a recorded payment or refund returns: the order after it, and the ledger entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,8 +26,13 @@ impl App {
         &self,
         payment: Payment,
         cause: &Cause,
+        trace: &TraceContext,
     ) -> Result<Outcome<Receipt>, AppError> {
-        run(&self.pool, &RecordTransfer(payment.into()), cause).await
+        let command = RecordTransfer {
+            transfer: payment.into(),
+            trace,
+        };
+        run(&self.pool, &command, cause).await
     }
 
     /// Records money that went back. It shares the ledger's ids with payments: a repeat with the
@@ -36,14 +42,23 @@ impl App {
         &self,
         refund: Refund,
         cause: &Cause,
+        trace: &TraceContext,
     ) -> Result<Outcome<Receipt>, AppError> {
-        run(&self.pool, &RecordTransfer(refund.into()), cause).await
+        let command = RecordTransfer {
+            transfer: refund.into(),
+            trace,
+        };
+        run(&self.pool, &command, cause).await
     }
 }
 
-struct RecordTransfer(Transfer);
+/// A payment or refund, and the trace its events carry.
+struct RecordTransfer<'a> {
+    transfer: Transfer,
+    trace: &'a TraceContext,
+}
 
-impl Command for RecordTransfer {
+impl Command for RecordTransfer<'_> {
     type Output = Receipt;
 
     async fn attempt(
@@ -51,7 +66,7 @@ impl Command for RecordTransfer {
         conn: &mut PgConnection,
         cause: &Cause,
     ) -> Result<Attempt<Receipt>, AppError> {
-        let RecordTransfer(transfer) = self;
+        let RecordTransfer { transfer, trace } = self;
         // The ledger insert comes first: a concurrent insert of the same transfer makes it wait
         // for that transaction, so everything read after it is current.
         let entry = match transfers::record(conn, transfer, cause.source()).await {
@@ -81,9 +96,8 @@ impl Command for RecordTransfer {
         let change = order
             .record(transfer)
             .map_err(|reason| AppError::refused(reason, Some((order.status, order.version))))?;
-        write_change(conn, &change, Some(&transfer.id), cause, |order| Receipt {
-            order,
-            entry,
+        write_change(conn, &change, Some(&transfer.id), cause, trace, |order| {
+            Receipt { order, entry }
         })
         .await
     }

@@ -12,6 +12,7 @@ pub mod dead_letters;
 mod error;
 mod events;
 mod expiry;
+pub mod field_schemas;
 mod keys;
 mod ledger;
 mod outcome;

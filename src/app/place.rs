@@ -11,18 +11,28 @@ use super::{App, AppError, Outcome};
 use crate::domain::{Cause, Decision, EventType, NewOrder, Order, TransitionKind};
 use crate::store::keys::KeyHolder;
 use crate::store::{Inserted, orders};
+use crate::telemetry::TraceContext;
 
 impl App {
     /// Creates the order in PENDING_PAYMENT. The same id with the same content is a replay;
-    /// with other content, a conflict.
-    pub async fn place(&self, new: NewOrder, cause: &Cause) -> Result<Outcome<Order>, AppError> {
-        run(&self.pool, &Place(new), cause).await
+    /// with other content, a conflict. `trace` is the context of the caller's span, which the
+    /// order's first event carries.
+    pub async fn place(
+        &self,
+        new: NewOrder,
+        cause: &Cause,
+        trace: &TraceContext,
+    ) -> Result<Outcome<Order>, AppError> {
+        run(&self.pool, &Place { new, trace }, cause).await
     }
 }
 
-struct Place(NewOrder);
+struct Place<'a> {
+    new: NewOrder,
+    trace: &'a TraceContext,
+}
 
-impl Command for Place {
+impl Command for Place<'_> {
     type Output = Order;
 
     async fn attempt(
@@ -30,7 +40,7 @@ impl Command for Place {
         conn: &mut PgConnection,
         cause: &Cause,
     ) -> Result<Attempt<Order>, AppError> {
-        let Place(new) = self;
+        let Place { new, trace } = self;
         if let Some(existing) = orders::find(conn, new.id).await? {
             return match new.decide_against(&existing) {
                 Ok(Decision::AlreadyApplied) => Ok(Attempt::AlreadyApplied(existing)),
@@ -57,7 +67,7 @@ impl Command for Place {
         let Inserted::New(()) = write_history(conn, &transition, &order, None, cause).await? else {
             return Ok(Attempt::Lost);
         };
-        write_events(conn, &[EventType::OrderCreated], &order).await?;
+        write_events(conn, &[EventType::OrderCreated], &order, trace).await?;
         Ok(Attempt::Applied(order, Written::Order(transition)))
     }
 

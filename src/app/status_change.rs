@@ -10,6 +10,7 @@ use super::{App, AppError, Outcome};
 use crate::domain::{BoundedText, Cause, Decision, DomainError, Order, OrderId, Shipment, Version};
 use crate::store::keys::KeyHolder;
 use crate::store::orders;
+use crate::telemetry::TraceContext;
 
 impl App {
     pub async fn ship(
@@ -18,11 +19,12 @@ impl App {
         shipment: &Shipment,
         if_match: Option<Version>,
         cause: &Cause,
+        trace: &TraceContext,
     ) -> Result<Outcome<Order>, AppError> {
         let decide = |order: &Order| order.ship(shipment);
         run(
             &self.pool,
-            &StatusChange::new(order_id, if_match, decide),
+            &StatusChange::new(order_id, if_match, decide, trace),
             cause,
         )
         .await
@@ -34,35 +36,44 @@ impl App {
         reason: &BoundedText,
         if_match: Option<Version>,
         cause: &Cause,
+        trace: &TraceContext,
     ) -> Result<Outcome<Order>, AppError> {
         let decide = |order: &Order| order.cancel(reason);
         run(
             &self.pool,
-            &StatusChange::new(order_id, if_match, decide),
+            &StatusChange::new(order_id, if_match, decide, trace),
             cause,
         )
         .await
     }
 }
 
-/// A change of one order's status that the domain decides from the order as read.
-pub(super) struct StatusChange<F> {
+/// A change of one order's status that the domain decides from the order as read; its events
+/// carry `trace`.
+pub(super) struct StatusChange<'a, F> {
     order_id: OrderId,
     if_match: Option<Version>,
     decide: F,
+    trace: &'a TraceContext,
 }
 
-impl<F> StatusChange<F> {
-    pub(super) fn new(order_id: OrderId, if_match: Option<Version>, decide: F) -> Self {
+impl<'a, F> StatusChange<'a, F> {
+    pub(super) fn new(
+        order_id: OrderId,
+        if_match: Option<Version>,
+        decide: F,
+        trace: &'a TraceContext,
+    ) -> Self {
         Self {
             order_id,
             if_match,
             decide,
+            trace,
         }
     }
 }
 
-impl<F> Command for StatusChange<F>
+impl<F> Command for StatusChange<'_, F>
 where
     F: Fn(&Order) -> Result<Decision, DomainError> + Sync,
 {
@@ -95,7 +106,7 @@ where
                 ));
             }
         };
-        write_change(conn, &change, None, cause, |order| order).await
+        write_change(conn, &change, None, cause, self.trace, |order| order).await
     }
 
     async fn replay(&self, conn: &mut PgConnection, prior: &KeyHolder) -> Result<Order, AppError> {

@@ -2,7 +2,8 @@
 //! command line. An action is the REST request it stands for, with cause `cli` (recorded as the
 //! client `cli`), an Idempotency-Key generated per invocation unless `--idempotency-key` is given,
 //! and the fingerprint of the equivalent `POST /v1/dead-letters/…`: a retry with the same key
-//! answers as a REST retry does.
+//! answers as a REST retry does. Each invocation starts a trace of its own, which a replayed
+//! message continues.
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
@@ -19,6 +20,7 @@ use crate::domain::{
 };
 use crate::http::{cursor, fingerprint};
 use crate::store;
+use crate::telemetry::TraceContext;
 
 #[derive(Debug, Args)]
 pub struct DeadLettersArgs {
@@ -93,6 +95,7 @@ impl From<Status> for DeadLetterStatus {
 pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
     let options = store::connect_options(&config.database_url, config.lock_timeout())?;
     let app = App::new(store::pool(options, 2)).replaying_to(&config.amqp.inbound_exchange);
+    let trace = TraceContext::start();
     let json = args.json;
     match args.command {
         DeadLettersCommand::List {
@@ -151,7 +154,7 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
             let key = key(idempotency_key.as_deref())?;
             if let [id] = ids.as_slice() {
                 let cause = cause(key, &format!("/v1/dead-letters/{id}/replay"), &json!({}));
-                let outcome = app.replay_dead_letter(*id, &cause).await?;
+                let outcome = app.replay_dead_letter(*id, &cause, &trace).await?;
                 print!("{}", acted("replayed", &outcome, json)?);
                 return Ok(());
             }
@@ -178,7 +181,7 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
                 ids: (!ids.is_empty()).then_some(ids),
             };
             let cause = cause(key, "/v1/dead-letters/replay", &Value::Object(body));
-            let outcome = app.replay_dead_letters(filter, &cause).await?;
+            let outcome = app.replay_dead_letters(filter, &cause, &trace).await?;
             let view = BulkReplayView {
                 replayed: *outcome.value(),
             };
@@ -198,7 +201,7 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
         } => {
             let key = key(idempotency_key.as_deref())?;
             let cause = cause(key, &format!("/v1/dead-letters/{id}/discard"), &json!({}));
-            let outcome = app.discard_dead_letter(id, &cause).await?;
+            let outcome = app.discard_dead_letter(id, &cause, &trace).await?;
             print!("{}", acted("discarded", &outcome, json)?);
         }
     }

@@ -68,6 +68,9 @@ pub const DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS: u64 = 60;
 pub const DEFAULT_ORDER_PAYMENT_TIMEOUT_SECS: u64 = 0;
 pub const DEFAULT_ORDER_EXPIRY_SWEEP_SECS: u64 = 30;
 pub const DEFAULT_ORDER_EXPIRY_BATCH: u32 = 500;
+/// The service's name on exported spans unless OpenTelemetry's `OTEL_SERVICE_NAME` (or a
+/// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`) names it (README "Tracing").
+pub const DEFAULT_SERVICE_NAME: &str = "order-service";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {

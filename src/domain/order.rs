@@ -21,10 +21,17 @@ pub struct Shipment {
 }
 
 impl Shipment {
+    /// The most characters of a carrier or a tracking number.
+    pub const MAX_CHARS: usize = 64;
+
     pub fn parse(carrier: &str, tracking_number: &str) -> Result<Self, ValidationError> {
         Ok(Self {
-            carrier: BoundedText::parse("carrier", carrier, 64)?,
-            tracking_number: BoundedText::parse("tracking_number", tracking_number, 64)?,
+            carrier: BoundedText::parse("carrier", carrier, Self::MAX_CHARS)?,
+            tracking_number: BoundedText::parse(
+                "tracking_number",
+                tracking_number,
+                Self::MAX_CHARS,
+            )?,
         })
     }
 }

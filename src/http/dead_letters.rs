@@ -115,7 +115,7 @@ pub async fn replay_dead_letter(
 ) -> Result<Response, Problem> {
     let outcome = state
         .app
-        .replay_dead_letter(id, &request.cause(caller))
+        .replay_dead_letter(id, &request.cause(caller), &request.trace)
         .await?;
     Ok(acted(&outcome))
 }
@@ -145,7 +145,7 @@ pub async fn discard_dead_letter(
 ) -> Result<Response, Problem> {
     let outcome = state
         .app
-        .discard_dead_letter(id, &request.cause(caller))
+        .discard_dead_letter(id, &request.cause(caller), &request.trace)
         .await?;
     Ok(acted(&outcome))
 }
@@ -186,7 +186,10 @@ pub async fn replay_dead_letters(
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
     let filter = request.body.try_into_domain()?;
-    let outcome = state.app.replay_dead_letters(filter, &cause).await?;
+    let outcome = state
+        .app
+        .replay_dead_letters(filter, &cause, &request.trace)
+        .await?;
     let replayed = *outcome.value();
     Ok(respond::outcome(
         StatusCode::OK,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::app::field_schemas;
 use crate::app::views::{HistoryEntryView, LedgerEntryView, OrderView};
 use crate::domain::{
     BoundedText, CustomerId, Money, NewOrder, OrderId, Payment, Refund, Shipment, TransferId,
@@ -17,18 +18,11 @@ use crate::domain::{
 pub struct PlaceOrderRequest {
     /// Optional client-chosen id; generated (UUIDv7) when absent.
     pub id: Option<Uuid>,
-    /// 1–64 characters.
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
-    )]
+    #[schema(schema_with = field_schemas::customer_id)]
     pub customer_id: String,
-    /// 1 … 10^12 minor units.
-    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
+    #[schema(schema_with = field_schemas::amount_minor)]
     pub amount_minor: i64,
-    /// ISO 4217, three upper-case letters.
-    #[schema(pattern = "^[A-Z]{3}$", example = "EUR")]
+    #[schema(schema_with = field_schemas::currency)]
     pub currency: String,
 }
 
@@ -46,18 +40,11 @@ impl PlaceOrderRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"transfer_id": "tr_1Nv0FGQ9", "amount_minor": 4999, "currency": "EUR"}))]
 pub struct PaymentRequest {
-    /// The payment provider's transfer id (1–128 characters), unique across the ledger.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
-    )]
+    #[schema(schema_with = field_schemas::transfer_id)]
     pub transfer_id: String,
-    /// 1 … 10^12 minor units.
-    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
+    #[schema(schema_with = field_schemas::amount_minor)]
     pub amount_minor: i64,
-    /// ISO 4217, three upper-case letters; the order's currency.
-    #[schema(pattern = "^[A-Z]{3}$", example = "EUR")]
+    #[schema(schema_with = field_schemas::currency)]
     pub currency: String,
 }
 
@@ -75,19 +62,11 @@ impl PaymentRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"refund_id": "re_3MtwBw", "amount_minor": 1000, "currency": "EUR"}))]
 pub struct RefundRequest {
-    /// The payment provider's id of the refund (1–128 characters); it shares the ledger's id
-    /// space with payments' transfer ids.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
-    )]
+    #[schema(schema_with = field_schemas::refund_id)]
     pub refund_id: String,
-    /// 1 … 10^12 minor units; at most what the order holds (`paid_minor - refunded_minor`).
-    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
+    #[schema(schema_with = field_schemas::refund_amount_minor)]
     pub amount_minor: i64,
-    /// ISO 4217, three upper-case letters; the order's currency.
-    #[schema(pattern = "^[A-Z]{3}$", example = "EUR")]
+    #[schema(schema_with = field_schemas::currency)]
     pub currency: String,
 }
 
@@ -105,19 +84,9 @@ impl RefundRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"carrier": "DHL", "tracking_number": "JD014600006281234567"}))]
 pub struct ShipRequest {
-    /// 1–64 characters.
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
-    )]
+    #[schema(schema_with = field_schemas::carrier)]
     pub carrier: String,
-    /// 1–64 characters.
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
-    )]
+    #[schema(schema_with = field_schemas::tracking_number)]
     pub tracking_number: String,
 }
 
@@ -131,12 +100,7 @@ impl ShipRequest {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"reason": "customer changed their mind"}))]
 pub struct CancelRequest {
-    /// 1–500 characters.
-    #[schema(
-        min_length = 1,
-        max_length = 500,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
-    )]
+    #[schema(schema_with = field_schemas::cancellation_reason)]
     pub reason: String,
 }
 
@@ -196,8 +160,8 @@ mod tests {
             .unwrap_or_else(|| panic!("{name}.{bound} in {schema}"))
     }
 
-    /// The documented bounds are literals (utoipa takes no constants); they must say what the
-    /// domain constructors enforce.
+    /// Each bounded field documents the domain constructor's bounds (through
+    /// `app::field_schemas`), not a schema derived from its Rust type alone.
     #[test]
     fn the_documented_bounds_are_the_domain_rules() {
         let json = |schema| serde_json::to_value(schema).unwrap();

@@ -1,6 +1,6 @@
 //! Extractors that turn raw requests into domain values, answering problem+json when they cannot:
-//! the Idempotency-Key and body of a mutation, the order or dead letter id in the path, a
-//! listing's query, `If-Match`, the authenticated caller.
+//! the Idempotency-Key, body and trace context of a mutation, the order or dead letter id in the
+//! path, a listing's query, `If-Match`, the authenticated caller.
 
 use std::str::FromStr;
 
@@ -13,16 +13,19 @@ use serde::de::DeserializeOwned;
 use super::fingerprint;
 use super::problem::Problem;
 use crate::domain::{Cause, ClientId, DeadLetterId, Fingerprint, IdempotencyKey, OrderId, Version};
+use crate::telemetry::TraceContext;
 
 /// The largest request body accepted; larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// A mutating request: its Idempotency-Key, its typed body and its fingerprint (method, path and
-/// canonical JSON body), ready to become a [`Cause`].
+/// canonical JSON body), ready to become a [`Cause`], and the trace context of its span, which
+/// the events it causes carry.
 pub struct Mutation<T> {
     pub key: IdempotencyKey,
     pub fingerprint: Fingerprint,
     pub body: T,
+    pub trace: TraceContext,
 }
 
 impl<T> Mutation<T> {
@@ -54,6 +57,7 @@ where
         }
         let method = req.method().as_str().to_owned();
         let path = req.uri().path().to_owned();
+        let trace = super::trace::context_of(req.extensions());
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 payload_too_large()
@@ -69,6 +73,7 @@ where
             key,
             fingerprint: fingerprint::of_request(&method, &path, &value),
             body,
+            trace,
         })
     }
 }

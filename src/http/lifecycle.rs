@@ -42,7 +42,7 @@ pub async fn ship_order(
     let shipment = request.body.try_into_domain()?;
     let outcome = state
         .app
-        .ship(order_id, &shipment, if_match, &cause)
+        .ship(order_id, &shipment, if_match, &cause, &request.trace)
         .await?;
     Ok(respond::order(StatusCode::OK, &outcome))
 }
@@ -74,7 +74,7 @@ pub async fn cancel_order(
     let reason = request.body.try_into_domain()?;
     let outcome = state
         .app
-        .cancel(order_id, &reason, if_match, &cause)
+        .cancel(order_id, &reason, if_match, &cause, &request.trace)
         .await?;
     Ok(respond::order(StatusCode::OK, &outcome))
 }

@@ -23,6 +23,7 @@ pub mod problem;
 mod respond;
 mod server;
 mod state;
+mod trace;
 
 use std::sync::Arc;
 
@@ -102,9 +103,9 @@ pub fn router(state: ApiState) -> Router {
 }
 
 /// The whole HTTP application, ready to serve or to be driven with `oneshot` in tests. Layers,
-/// outermost first: request id, trace, panic catcher, metrics, time limit, authentication, body
-/// read (under its own time limit, before a slot is taken), load shedding, body limit, then the
-/// route.
+/// outermost first: request id, the request's span and trace context, trace, panic catcher,
+/// metrics, time limit, authentication, body read (under its own time limit, before a slot is
+/// taken), load shedding, body limit, then the route.
 pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
     let guard = Arc::new(auth::Guard::new(settings.auth, settings.open_paths));
     let slots = Arc::new(Semaphore::new(settings.limits.max_concurrent_requests));
@@ -150,21 +151,10 @@ pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
             .into_response()
         }))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
-                let request_id = request
-                    .headers()
-                    .get(&REQUEST_ID)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("-");
-                tracing::info_span!(
-                    "http",
-                    method = %request.method(),
-                    path = %request.uri().path(),
-                    // Client-chosen (a tab is a legal header character): escaped.
-                    request_id = %crate::telemetry::escaped(request_id),
-                )
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request<_>| trace::span_of(request)),
         )
+        .layer(axum::middleware::from_fn(trace::begin))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)

@@ -48,7 +48,7 @@ pub async fn place_order(
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
     let new = request.body.try_into_domain()?;
-    let outcome = state.app.place(new, &cause).await?;
+    let outcome = state.app.place(new, &cause, &request.trace).await?;
     let order = outcome.value();
     let response = respond::command(StatusCode::CREATED, &outcome, order, OrderView::from(order));
     Ok(respond::location(response, order))

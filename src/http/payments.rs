@@ -39,7 +39,10 @@ pub async fn record_payment(
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
     let payment = request.body.try_into_domain(order_id)?;
-    let outcome = state.app.record_payment(payment, &cause).await?;
+    let outcome = state
+        .app
+        .record_payment(payment, &cause, &request.trace)
+        .await?;
     Ok(respond::receipt(&outcome, |order, transfer| {
         PaymentResponse { order, transfer }
     }))
@@ -75,7 +78,10 @@ pub async fn record_refund(
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
     let refund = request.body.try_into_domain(order_id)?;
-    let outcome = state.app.record_refund(refund, &cause).await?;
+    let outcome = state
+        .app
+        .record_refund(refund, &cause, &request.trace)
+        .await?;
     Ok(respond::receipt(&outcome, |order, refund| RefundResponse {
         order,
         refund,

@@ -1,6 +1,7 @@
-//! The `outbox` table: events written in the transaction of the change they report, then claimed,
-//! marked published and pruned by the relay. A row is an order event or a raw message: a replayed
-//! dead letter, copied here in the transaction that marks it replayed.
+//! The `outbox` table: events written in the transaction of the change they report, each with
+//! the W3C trace context of its cause, then claimed, marked published and pruned by the relay. A
+//! row is an order event or a raw message: a replayed dead letter, copied here in the transaction
+//! that marks it replayed.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use uuid::Uuid;
 
 use super::StoreError;
 use crate::domain::{DeadLetterId, EventType, OrderId, Version};
+use crate::telemetry::TraceContext;
 
 /// The most body bytes of raw messages one claimed batch holds (beyond its first row, which is
 /// always taken): replayed dead letters may be large, and a batch is held in memory while it is
@@ -24,39 +26,49 @@ pub struct NewEvent {
     pub order_version: Version,
     /// The whole envelope, exactly as it will be published.
     pub payload: serde_json::Value,
+    /// The context of the span that caused the change, stored as its `traceparent` and
+    /// `tracestate` headers.
+    pub trace: TraceContext,
 }
 
 pub async fn insert(conn: &mut PgConnection, event: &NewEvent) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO outbox (event_id, event_type, order_id, order_version, payload) \
-         VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO outbox \
+         (event_id, event_type, order_id, order_version, payload, traceparent, tracestate) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(event.event_id)
     .bind(event.event_type.as_ref())
     .bind(event.order_id.as_uuid())
     .bind(event.order_version.get())
     .bind(&event.payload)
+    .bind(event.trace.traceparent())
+    .bind(event.trace.tracestate())
     .execute(conn)
     .await?;
     Ok(())
 }
 
 /// Writes a raw outbox row for each of `ids`: the dead letter's body and properties, to `exchange`
-/// with its original routing key, oldest first. The bodies are copied inside Postgres. Returns how
-/// many rows were written.
+/// with its original routing key, oldest first, with `trace` (the replay's) as the trace context
+/// of its cause. The bodies are copied inside Postgres. Returns how many rows were written.
 pub async fn insert_dead_letters(
     conn: &mut PgConnection,
     ids: &[DeadLetterId],
     exchange: &str,
+    trace: &TraceContext,
 ) -> Result<u64, StoreError> {
     let ids: Vec<Uuid> = ids.iter().map(DeadLetterId::as_uuid).collect();
     let result = sqlx::query(
-        "INSERT INTO outbox (event_id, exchange, routing_key, body, properties) \
-         SELECT gen_random_uuid(), $2, routing_key, body, properties FROM dead_letters \
+        "INSERT INTO outbox (event_id, exchange, routing_key, body, properties, traceparent, \
+         tracestate) \
+         SELECT gen_random_uuid(), $2, routing_key, body, properties, $3, $4 FROM dead_letters \
          WHERE id = ANY($1) ORDER BY last_dead_lettered_at, id",
     )
     .bind(ids)
     .bind(exchange)
+    .bind(trace.traceparent())
+    .bind(trace.tracestate())
     .execute(conn)
     .await?;
     Ok(result.rows_affected())
@@ -82,6 +94,9 @@ pub struct PendingEvent {
     pub id: i64,
     pub event_id: Uuid,
     pub created_at: DateTime<Utc>,
+    /// The cause's trace context as written; none on rows older than the column.
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
     pub message: PendingMessage,
 }
 
@@ -114,6 +129,8 @@ struct PendingRow {
     routing_key: Option<String>,
     properties: Option<serde_json::Value>,
     body_bytes: Option<i64>,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
 }
 
 impl PendingRow {
@@ -148,6 +165,8 @@ impl PendingRow {
             id: self.id,
             event_id: self.event_id,
             created_at: self.created_at,
+            traceparent: self.traceparent,
+            tracestate: self.tracestate,
             message,
         })
     }
@@ -178,7 +197,7 @@ pub async fn claim_batch(pool: &PgPool, limit: u32) -> Result<Option<ClaimedBatc
     // are read in a second step, only for the rows within the batch's byte budget.
     let mut rows = sqlx::query_as::<_, PendingRow>(
         "SELECT id, event_id, created_at, event_type, payload, exchange, routing_key, properties, \
-         octet_length(body)::int8 AS body_bytes \
+         octet_length(body)::int8 AS body_bytes, traceparent, tracestate \
          FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
     )
     .bind(i64::from(limit))

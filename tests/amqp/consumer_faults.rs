@@ -9,6 +9,7 @@ use order_service::amqp::decision::Disposition;
 use order_service::amqp::envelope;
 use order_service::app::App;
 use order_service::store;
+use order_service::telemetry::TraceContext;
 use uuid::Uuid;
 
 use crate::common::eventually;
@@ -94,6 +95,7 @@ async fn a_crash_after_commit_but_before_ack_redelivers_without_a_second_effect(
             &order_service::domain::Cause::Amqp {
                 event_id: order_service::domain::EventId::parse("placed").unwrap(),
             },
+            &TraceContext::start(),
         )
         .await
         .unwrap();
@@ -108,7 +110,7 @@ async fn a_crash_after_commit_but_before_ack_redelivers_without_a_second_effect(
         .expect("the payment is in the inbox");
     let parsed = envelope::parse(&taken.delivery.data).unwrap();
     assert!(matches!(
-        apply(&h.app, &parsed).await,
+        apply(&h.app, &parsed, &TraceContext::start()).await,
         Disposition::Ack { .. }
     ));
     assert_eq!(h.order_state(order).await, Some(("PAID".into(), 2, 1000)));

@@ -220,70 +220,6 @@ async fn an_inbox_declared_without_the_delivery_limit_is_consumed_as_it_is_and_a
     );
 }
 
-/// The service binary, started over the test's database and topology; `kill -9` on drop.
-struct Service {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Service {
-    fn start(h: &Harness) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let config = &h.config;
-        let child = Command::new(env!("CARGO_BIN_EXE_order-service"))
-            .arg("serve")
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("DATABASE_URL", &h.db.url)
-            .env("AMQP_URL", AMQP_URL)
-            .env("HTTP_ADDR", format!("127.0.0.1:{port}"))
-            .env("RUST_LOG", "error")
-            .env("DB_MAX_CONNECTIONS", "4")
-            .env("AMQP_INBOUND_EXCHANGE", &config.inbound_exchange)
-            .env("AMQP_INBOX_QUEUE", &config.inbox_queue)
-            .env("AMQP_DEAD_LETTER_EXCHANGE", &config.dead_letter_exchange)
-            .env("AMQP_DEAD_LETTER_QUEUE", &config.dead_letter_queue)
-            .env("AMQP_OUTBOUND_EXCHANGE", &config.outbound_exchange)
-            .env("AMQP_DELIVERY_LIMIT", config.delivery_limit.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start order-service");
-        Self { child, port }
-    }
-
-    /// SIGKILL: no shutdown, no acknowledgement.
-    fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// The body of `GET /metrics`, or nothing while the service is not listening yet.
-    async fn metrics(&self) -> Option<String> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
-            .await
-            .ok()?;
-        stream
-            .write_all(b"GET /metrics HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n")
-            .await
-            .ok()?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.ok()?;
-        Some(response)
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_parked_and_the_service_goes_on()
  {
@@ -292,7 +228,7 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_parke
     let h = Harness::start_with(config).await;
     let stuck = Uuid::new_v4();
     h.place("placed", stuck, 1000).await;
-    let service = Service::start(&h);
+    let service = h.start_service(&[], None);
     h.wait_for_status(stuck, "PENDING_PAYMENT").await;
     service.kill();
 
@@ -316,7 +252,7 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_parke
     let dead_letters = &h.topology.dead_letter_queue;
     for kill in 0.. {
         assert!(kill < 12, "not dead-lettered after {kill} kills");
-        let service = Service::start(&h);
+        let service = h.start_service(&[], None);
         eventually("a process to take the payment", WAIT, || async {
             (h.ready_count(&h.topology.inbox).await == 0).then_some(())
         })
@@ -338,7 +274,7 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_parke
 
     // The next process parks it, with the broker's reason, and counts it.
     lock.rollback().await.expect("unlock");
-    let service = Service::start(&h);
+    let service = h.start_service(&[], None);
     let parked = h.wait_for_parked(1).await;
     assert_eq!(parked[0].body, payment);
     assert_eq!(parked[0].reason_class, "delivery_limit");
@@ -363,7 +299,9 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_parke
         parked[0].headers
     );
     eventually("the gauge to count it", WAIT, || async {
-        let metrics = service.metrics().await?;
+        let (_, metrics) = crate::common::http::get(service.http_port, "/metrics")
+            .await
+            .ok()?;
         metrics
             .contains("dead_letters_parked{class=\"delivery_limit\"} 1")
             .then_some(())

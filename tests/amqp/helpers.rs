@@ -1,6 +1,9 @@
 //! The AMQP harness: a database and a broker topology of the test's own (unique names, deleted at
-//! the end), in-process consumers over the real application, and a publisher for inbound events.
+//! the end), in-process consumers over the real application, a publisher for inbound events, and
+//! the service's binary started over the same database and topology.
 
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -209,6 +212,7 @@ impl Harness {
                 message_id: properties.message_id().as_ref().map(|m| m.to_string()),
                 content_type: properties.content_type().as_ref().map(|c| c.to_string()),
                 delivery_mode: *properties.delivery_mode(),
+                headers: properties.headers().clone().unwrap_or_default(),
                 body: serde_json::from_slice(&message.delivery.data).expect("JSON body"),
             });
         }
@@ -276,17 +280,23 @@ impl Harness {
     /// POSTs `body` to `path` of the REST API (in-process, open, on this harness's database)
     /// with `key` as its Idempotency-Key: the other door to the same application.
     pub async fn post_over_rest(&self, path: &str, key: &str, body: Value) -> StatusCode {
-        self.rest_post(path, key, body).await.0
+        self.post_over_rest_with(path, key, body, &[]).await
     }
 
-    /// As [`Harness::post_over_rest`], with the answer's body.
+    /// [`Harness::post_over_rest`] with more request headers.
+    pub async fn post_over_rest_with(
+        &self,
+        path: &str,
+        key: &str,
+        body: Value,
+        headers: &[(&str, &str)],
+    ) -> StatusCode {
+        self.rest(post_request(path, key, body, headers)).await.0
+    }
+
+    /// [`Harness::post_over_rest`], with the answer's body.
     pub async fn rest_post(&self, path: &str, key: &str, body: Value) -> (StatusCode, Value) {
-        let request = Request::post(path)
-            .header("content-type", "application/json")
-            .header("idempotency-key", key)
-            .body(Body::from(body.to_string()))
-            .expect("a request");
-        self.rest(request).await
+        self.rest(post_request(path, key, body, &[])).await
     }
 
     /// GETs `path` of the REST API (in-process, open, on this harness's database).
@@ -314,6 +324,51 @@ impl Harness {
     }
 
     /// Publishes an envelope of `event_type` with `data` and returns its body.
+    /// Starts the service's binary over this harness's database and topology, with `env` on
+    /// top of its settings, writing its output to `log` (or nowhere).
+    pub fn start_service(&self, env: &[(&str, &str)], log: Option<&Path>) -> ServiceProcess {
+        let http_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let output = || match log {
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .expect("the service's log file"),
+            ),
+            None => Stdio::null(),
+        };
+        let config = &self.config;
+        let child = Command::new(env!("CARGO_BIN_EXE_order-service"))
+            .arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("DATABASE_URL", &self.db.url)
+            .env("AMQP_URL", AMQP_URL)
+            .env("HTTP_ADDR", format!("127.0.0.1:{http_port}"))
+            .env("RUST_LOG", "error")
+            .env("DB_MAX_CONNECTIONS", "4")
+            .env("OUTBOX_POLL_MS", "200")
+            .env("AMQP_INBOUND_EXCHANGE", &config.inbound_exchange)
+            .env("AMQP_INBOX_QUEUE", &config.inbox_queue)
+            .env("AMQP_DEAD_LETTER_EXCHANGE", &config.dead_letter_exchange)
+            .env("AMQP_DEAD_LETTER_QUEUE", &config.dead_letter_queue)
+            .env("AMQP_OUTBOUND_EXCHANGE", &config.outbound_exchange)
+            .env("AMQP_DELIVERY_LIMIT", config.delivery_limit.to_string())
+            .envs(env.iter().copied())
+            .stdout(output())
+            .stderr(output())
+            .spawn()
+            .expect("start order-service");
+        ServiceProcess {
+            child: Some(child),
+            http_port,
+        }
+    }
+
     pub async fn publish(&self, event_id: &str, event_type: &str, data: Value) -> Vec<u8> {
         let body = envelope(event_id, event_type, data)
             .to_string()
@@ -592,6 +647,71 @@ impl Drop for Harness {
     }
 }
 
+/// The service's binary, started by [`Harness::start_service`]; `kill -9` on drop.
+pub struct ServiceProcess {
+    child: Option<Child>,
+    pub http_port: u16,
+}
+
+impl ServiceProcess {
+    /// SIGKILL: no shutdown, no acknowledgement.
+    pub fn kill(mut self) {
+        self.kill_now();
+    }
+
+    /// SIGTERM, as an orchestrator stops it; returns once the process has exited.
+    pub async fn terminate(mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("a running service");
+        let sent = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "SIGTERM sent");
+        tokio::task::spawn_blocking(move || child.wait())
+            .await
+            .expect("the wait")
+            .expect("the exit status")
+    }
+
+    /// Waits until the service answers `/health/ready` with 200.
+    pub async fn wait_ready(&self) {
+        eventually("the service to be ready", WAIT, || async {
+            matches!(
+                crate::common::http::get(self.http_port, "/health/ready").await,
+                Ok((200, _))
+            )
+            .then_some(())
+        })
+        .await;
+    }
+
+    fn kill_now(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for ServiceProcess {
+    fn drop(&mut self) {
+        self.kill_now();
+    }
+}
+
+/// A JSON POST with `key` as its Idempotency-Key and more `headers`.
+fn post_request(path: &str, key: &str, body: Value, headers: &[(&str, &str)]) -> Request<Body> {
+    let mut request = Request::post(path)
+        .header("content-type", "application/json")
+        .header("idempotency-key", key);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request
+        .body(Body::from(body.to_string()))
+        .expect("a request")
+}
+
 /// A message the relay published.
 #[derive(Debug, Clone)]
 pub struct Published {
@@ -599,6 +719,7 @@ pub struct Published {
     pub message_id: Option<String>,
     pub content_type: Option<String>,
     pub delivery_mode: Option<u8>,
+    pub headers: FieldTable,
     pub body: Value,
 }
 

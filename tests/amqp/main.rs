@@ -1,6 +1,9 @@
-//! The AMQP suite: the consumer (and later the outbox relay) against a real RabbitMQ and Postgres.
+//! The AMQP suite: the consumer and the outbox relay against a real RabbitMQ and Postgres, and
+//! the trace context they carry (with the service's binary exporting spans to a stand-in OTLP
+//! collector).
 
 mod asyncapi;
+mod collector;
 #[path = "../common/mod.rs"]
 mod common;
 mod consumer;
@@ -11,3 +14,5 @@ mod helpers;
 mod refunds;
 mod relay;
 mod republish;
+mod trace_export;
+mod trace_propagation;

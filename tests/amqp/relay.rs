@@ -11,6 +11,7 @@ use order_service::domain::{
     OrderId, Payment, Shipment, TransferId, Version,
 };
 use order_service::store::outbox::{self, NewEvent};
+use order_service::telemetry::TraceContext;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -40,6 +41,7 @@ async fn place(app: &App, amount: i64) -> OrderId {
             amount: eur(amount),
         },
         &cause("place"),
+        &TraceContext::start(),
     )
     .await
     .unwrap();
@@ -54,6 +56,7 @@ async fn pay(app: &App, order: OrderId, amount: i64) {
             money: eur(amount),
         },
         &cause("pay"),
+        &TraceContext::start(),
     )
     .await
     .unwrap();
@@ -65,6 +68,7 @@ async fn ship(app: &App, order: OrderId) {
         &Shipment::parse("DHL", "T-1").unwrap(),
         None,
         &cause("ship"),
+        &TraceContext::start(),
     )
     .await
     .unwrap();
@@ -72,9 +76,15 @@ async fn ship(app: &App, order: OrderId) {
 
 async fn cancel(app: &App, order: OrderId) {
     let reason = BoundedText::parse("reason", "changed my mind", 500).unwrap();
-    app.cancel(order, &reason, None, &cause("cancel"))
-        .await
-        .unwrap();
+    app.cancel(
+        order,
+        &reason,
+        None,
+        &cause("cancel"),
+        &TraceContext::start(),
+    )
+    .await
+    .unwrap();
 }
 
 async fn unpublished(h: &Harness) -> i64 {
@@ -178,6 +188,7 @@ async fn a_transaction_that_rolls_back_publishes_nothing() {
             order_id: committed,
             order_version: Version::FIRST.next(),
             payload: json!({"type": "order.paid", "rolled_back": true}),
+            trace: TraceContext::start(),
         },
     )
     .await

@@ -11,6 +11,7 @@ use sqlx::Connection;
 use uuid::Uuid;
 
 use order_service::app::{App, Sweep};
+use order_service::telemetry::TraceContext;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::eventually;
@@ -55,7 +56,7 @@ async fn an_unpaid_order_past_the_timeout_is_cancelled_by_the_timer_for_payment_
     let order = app.placed_order(1000).await;
 
     let sweep = app_of(&app)
-        .expire_overdue(Duration::ZERO, LIMIT)
+        .expire_overdue(Duration::ZERO, LIMIT, &TraceContext::start())
         .await
         .expect("sweep");
 
@@ -79,7 +80,7 @@ async fn an_unpaid_order_past_the_timeout_is_cancelled_by_the_timer_for_payment_
     );
 
     let again = app_of(&app)
-        .expire_overdue(Duration::ZERO, LIMIT)
+        .expire_overdue(Duration::ZERO, LIMIT, &TraceContext::start())
         .await
         .expect("sweep");
     assert_eq!(again, Sweep::default(), "nothing is left to expire");
@@ -97,7 +98,7 @@ async fn paid_shipped_and_cancelled_orders_are_never_expired() {
     let before = app.snapshot().await;
 
     let sweep = app_of(&app)
-        .expire_overdue(Duration::ZERO, LIMIT)
+        .expire_overdue(Duration::ZERO, LIMIT, &TraceContext::start())
         .await
         .expect("sweep");
 
@@ -117,7 +118,7 @@ async fn a_partially_paid_order_expires_cancelled_with_its_payment_due_for_refun
     app.paid_with(order, "tr-1", 300).await;
 
     let sweep = app_of(&app)
-        .expire_overdue(Duration::ZERO, LIMIT)
+        .expire_overdue(Duration::ZERO, LIMIT, &TraceContext::start())
         .await
         .expect("sweep");
 
@@ -163,11 +164,11 @@ async fn only_orders_older_than_the_timeout_expire() {
     let young = app.placed_order(1000).await;
 
     let sweep = app_of(&app)
-        .expire_overdue(Duration::from_secs(1), LIMIT)
+        .expire_overdue(Duration::from_secs(1), LIMIT, &TraceContext::start())
         .await
         .expect("sweep");
     let none = app_of(&app)
-        .expire_overdue(Duration::from_secs(3600), LIMIT)
+        .expire_overdue(Duration::from_secs(3600), LIMIT, &TraceContext::start())
         .await
         .expect("sweep");
 
@@ -188,7 +189,7 @@ async fn a_sweep_cancels_at_most_its_limit_oldest_first_and_reports_that_more_ma
     }
 
     let first = app_of(&app)
-        .expire_overdue(Duration::ZERO, 2)
+        .expire_overdue(Duration::ZERO, 2, &TraceContext::start())
         .await
         .expect("sweep");
 
@@ -198,7 +199,7 @@ async fn a_sweep_cancels_at_most_its_limit_oldest_first_and_reports_that_more_ma
     assert_eq!(app.row(placed[2]).await.status, "PENDING_PAYMENT");
 
     let second = app_of(&app)
-        .expire_overdue(Duration::ZERO, 2)
+        .expire_overdue(Duration::ZERO, 2, &TraceContext::start())
         .await
         .expect("sweep");
 
@@ -210,6 +211,7 @@ async fn a_sweep_cancels_at_most_its_limit_oldest_first_and_reports_that_more_ma
 async fn expiry_racing_the_completing_payment_either_cancels_or_pays_never_both() {
     let app = TestApp::spawn().await;
     let sweeper = app_of(&app);
+    let trace = TraceContext::start();
     let mut outcomes = (0, 0);
 
     // One order at a time, so that each sweep races exactly one payment.
@@ -218,7 +220,7 @@ async fn expiry_racing_the_completing_payment_either_cancels_or_pays_never_both(
         let key = unique_key();
         let body = payment_body(&format!("tr-{round}"), 1000, "EUR");
         let (sweep, pay) = futures::join!(
-            sweeper.expire_overdue(Duration::ZERO, LIMIT),
+            sweeper.expire_overdue(Duration::ZERO, LIMIT, &trace),
             app.pay(order, &key, &body),
         );
         let sweep = sweep.expect("sweep");
@@ -356,7 +358,7 @@ async fn an_order_held_by_a_concurrent_transaction_waits_for_the_next_sweep_and_
         .expect("hold the row");
 
     let sweep = app_of(&app)
-        .expire_overdue(Duration::ZERO, LIMIT)
+        .expire_overdue(Duration::ZERO, LIMIT, &TraceContext::start())
         .await
         .expect("a busy order does not fail the sweep");
 
@@ -369,7 +371,7 @@ async fn an_order_held_by_a_concurrent_transaction_waits_for_the_next_sweep_and_
         .await
         .expect("release");
     let next = app_of(&app)
-        .expire_overdue(Duration::ZERO, LIMIT)
+        .expire_overdue(Duration::ZERO, LIMIT, &TraceContext::start())
         .await
         .expect("sweep");
     assert_eq!((next.expired, next.busy), (1, 0), "{next:?}");

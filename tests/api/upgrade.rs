@@ -102,7 +102,11 @@ async fn the_refund_migration_keeps_what_existing_orders_meant_and_lets_refunds_
     };
     for (order, amount) in [(overpaid, 200), (cancelled, 400)] {
         let settled = app
-            .record_refund(refund(order, &format!("refund-{order}"), amount), &cause)
+            .record_refund(
+                refund(order, &format!("refund-{order}"), amount),
+                &cause,
+                &order_service::telemetry::TraceContext::start(),
+            )
             .await
             .expect("a refund settles a legacy order")
             .into_value()

@@ -30,8 +30,8 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::cluster::Captured;
+use crate::common::http;
 use crate::events;
-use crate::http;
 use crate::model::{Expected, Script};
 
 const LEGAL: [(Option<&str>, &str); 4] = [

@@ -18,9 +18,9 @@ use order_service::amqp::{Topology, connect};
 use order_service::config::AmqpConfig;
 use tokio::process::{Child, Command};
 
+use crate::common::http;
 use crate::common::proxy::Proxy;
 use crate::common::{AMQP_URL, amqp_config, eventually};
-use crate::http;
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 

@@ -15,7 +15,7 @@ use lapin::{BasicProperties, Channel};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::http;
+use crate::common::http;
 use crate::model::{Action, Script};
 use crate::rng::Rng;
 

@@ -24,7 +24,6 @@ mod cluster;
 mod driver;
 mod events;
 mod faults;
-mod http;
 mod model;
 mod rng;
 

@@ -1,5 +1,6 @@
 //! Shared by every integration suite: a database of its own per test, dropped when the test
-//! ends (pass or fail), and a wait helper.
+//! ends (pass or fail), and a wait helper; a TCP proxy a test can cut ([`proxy`]) and a minimal
+//! HTTP client for a service run as its binary ([`http`]).
 //!
 //! Why a helper rather than `#[sqlx::test]`: that macro keeps the database of a failed test,
 //! needs `DATABASE_URL` in the test's environment and hands the test a pool of its own sizing,
@@ -27,6 +28,7 @@ use tokio::sync::OnceCell;
 use order_service::config::AmqpConfig;
 use order_service::store;
 
+pub mod http;
 pub mod proxy;
 
 pub const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";

@@ -19,8 +19,9 @@ use crate::app::OutboundEnvelope;
 use crate::domain::EventType;
 
 /// W3C Trace Context headers: continued from an inbound message, carried by every outbound one.
-pub const TRACEPARENT_HEADER: &str = "traceparent";
-pub const TRACESTATE_HEADER: &str = "tracestate";
+pub use crate::telemetry::trace_context::{
+    TRACEPARENT as TRACEPARENT_HEADER, TRACESTATE as TRACESTATE_HEADER,
+};
 
 /// The id of the dead letter's message in `components.messages`.
 pub(super) const DEAD_LETTER: &str = "dead-letter";

@@ -1,7 +1,9 @@
 //! Replaying and discarding parked dead letters. Both are commands of the one runner, so their
 //! Idempotency-Keys behave exactly as an order request's do; the key lives on the action's own
 //! row, and inserting that row is the guard a concurrent twin loses on. Only a parked dead letter
-//! can be acted on; a replay copies it into the outbox in the transaction that marks it replayed.
+//! can be acted on; a replay copies it into the outbox in the transaction that marks it replayed,
+//! with the trace context of the caller's span (the replayed message continues the replay's
+//! trace, as an event continues the trace of its change).
 
 use sqlx::PgConnection;
 
@@ -12,6 +14,7 @@ use crate::app::{App, AppError, Outcome};
 use crate::domain::{Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, MAX_BULK_REPLAY};
 use crate::store::keys::KeyHolder;
 use crate::store::{Inserted, dead_letter_actions, dead_letters, outbox};
+use crate::telemetry::TraceContext;
 
 impl App {
     /// Sends one parked dead letter back to the inbound exchange (through the outbox).
@@ -19,8 +22,10 @@ impl App {
         &self,
         id: DeadLetterId,
         cause: &Cause,
+        trace: &TraceContext,
     ) -> Result<Outcome<DeadLetterDetails>, AppError> {
-        self.act_on_one(id, DeadLetterAction::Replay, cause).await
+        self.act_on_one(id, DeadLetterAction::Replay, cause, trace)
+            .await
     }
 
     /// Drops one parked dead letter (its row stays, `discarded`, as the record of it).
@@ -28,8 +33,10 @@ impl App {
         &self,
         id: DeadLetterId,
         cause: &Cause,
+        trace: &TraceContext,
     ) -> Result<Outcome<DeadLetterDetails>, AppError> {
-        self.act_on_one(id, DeadLetterAction::Discard, cause).await
+        self.act_on_one(id, DeadLetterAction::Discard, cause, trace)
+            .await
     }
 
     /// Replays the parked dead letters `filter` matches, oldest first, at most
@@ -38,10 +45,14 @@ impl App {
         &self,
         filter: DeadLetterFilter,
         cause: &Cause,
+        trace: &TraceContext,
     ) -> Result<Outcome<u64>, AppError> {
         let command = ReplayMatching {
             filter,
-            exchange: &self.replay_exchange,
+            to: Destination {
+                exchange: &self.replay_exchange,
+                trace,
+            },
         };
         run(&self.pool, &command, cause).await
     }
@@ -51,21 +62,32 @@ impl App {
         id: DeadLetterId,
         action: DeadLetterAction,
         cause: &Cause,
+        trace: &TraceContext,
     ) -> Result<Outcome<DeadLetterDetails>, AppError> {
         let command = ActOnOne {
             id,
             action,
-            exchange: &self.replay_exchange,
+            to: Destination {
+                exchange: &self.replay_exchange,
+                trace,
+            },
         };
         run(&self.pool, &command, cause).await
     }
+}
+
+/// Where a replay goes: the exchange, and the trace its messages continue.
+#[derive(Clone, Copy)]
+struct Destination<'a> {
+    exchange: &'a str,
+    trace: &'a TraceContext,
 }
 
 /// Replays or discards one dead letter, which must be parked.
 struct ActOnOne<'a> {
     id: DeadLetterId,
     action: DeadLetterAction,
-    exchange: &'a str,
+    to: Destination<'a>,
 }
 
 impl Command for ActOnOne<'_> {
@@ -85,7 +107,7 @@ impl Command for ActOnOne<'_> {
                 status,
             });
         }
-        let Some(written) = act(conn, self.action, &[self.id], self.exchange, cause).await? else {
+        let Some(written) = act(conn, self.action, &[self.id], self.to, cause).await? else {
             return Ok(Attempt::Lost);
         };
         Ok(Attempt::Applied(details(conn, self.id).await?, written))
@@ -110,7 +132,7 @@ impl Command for ActOnOne<'_> {
 /// Replays the parked dead letters a filter matches.
 struct ReplayMatching<'a> {
     filter: DeadLetterFilter,
-    exchange: &'a str,
+    to: Destination<'a>,
 }
 
 impl Command for ReplayMatching<'_> {
@@ -122,8 +144,7 @@ impl Command for ReplayMatching<'_> {
         cause: &Cause,
     ) -> Result<Attempt<u64>, AppError> {
         let ids = dead_letters::lock_parked(conn, &self.filter, MAX_BULK_REPLAY as i64).await?;
-        let Some(written) = act(conn, DeadLetterAction::Replay, &ids, self.exchange, cause).await?
-        else {
+        let Some(written) = act(conn, DeadLetterAction::Replay, &ids, self.to, cause).await? else {
             return Ok(Attempt::Lost);
         };
         Ok(Attempt::Applied(ids.len() as u64, written))
@@ -140,7 +161,7 @@ async fn act(
     conn: &mut PgConnection,
     action: DeadLetterAction,
     ids: &[DeadLetterId],
-    exchange: &str,
+    to: Destination<'_>,
     cause: &Cause,
 ) -> Result<Option<Written>, AppError> {
     let scope = cause.key_scope().ok_or(AppError::Invariant(
@@ -158,7 +179,7 @@ async fn act(
         ));
     }
     if action == DeadLetterAction::Replay {
-        outbox::insert_dead_letters(conn, ids, exchange).await?;
+        outbox::insert_dead_letters(conn, ids, to.exchange, to.trace).await?;
     }
     Ok(Some(Written::DeadLetters {
         action,

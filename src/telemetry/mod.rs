@@ -1,23 +1,96 @@
-//! Logging (JSON or human-readable, filtered by `RUST_LOG`) and the Prometheus recorder.
+//! Logs (JSON or human-readable, filtered by `RUST_LOG`), traces (W3C trace context, carried
+//! through every door, and spans exported over OTLP when configured: README "Tracing") and the
+//! Prometheus recorder.
+
+mod export;
+mod json;
+mod spans;
+pub mod trace_context;
 
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use tracing_subscriber::EnvFilter;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing::Level;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::fmt::format::JsonFields;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+pub use export::ExportError;
+pub use spans::continue_trace;
+pub use trace_context::TraceContext;
 
 use crate::config::LogFormat;
 
-/// Installs the global tracing subscriber. Call once, at start.
-pub fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,lapin=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let result = match format {
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-        LogFormat::Pretty => builder.try_init(),
-    };
+/// The log filter when `RUST_LOG` is unset.
+const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,lapin=warn";
+
+/// What [`init`] installed that needs a word at shutdown: the span exporter, when on.
+#[must_use = "call `shutdown` at the end to flush the last spans"]
+pub struct Telemetry {
+    export: Option<SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// Flushes the spans still queued for export (bounded in time); nothing when export is off.
+    pub async fn shutdown(self) {
+        if let Some(provider) = self.export {
+            export::flush(provider).await;
+        }
+    }
+}
+
+/// Installs the global subscriber: logs in `format`, filtered by `RUST_LOG`, and, when
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` is set, the span exporter, which sees the service's own spans
+/// whatever `RUST_LOG` says (so a quiet log level does not cut traces). Call once, at start,
+/// inside the runtime. Fails on an OpenTelemetry setting this build cannot honour.
+pub fn init(format: LogFormat) -> Result<Telemetry, ExportError> {
+    let export = export::start()?;
+    let spans = export.as_ref().map(|provider| {
+        tracing_opentelemetry::layer()
+            .with_tracer(export::tracer(provider))
+            .with_filter(Targets::new().with_target(env!("CARGO_CRATE_NAME"), Level::INFO))
+    });
+    let result = tracing_subscriber::registry()
+        .with(log_layer(format))
+        .with(spans)
+        .try_init();
     // Already installed (tests build several applications in one process): keep the first.
     drop(result);
+    match &export {
+        Some(_) => tracing::info!("exporting spans over OTLP"),
+        None => tracing::info!(
+            "not exporting spans ({} unset, or OTEL_SDK_DISABLED=true)",
+            export::ENDPOINT_VARIABLE
+        ),
+    }
+    Ok(Telemetry { export })
+}
+
+/// Installs logging alone (for commands that do no traced work). Call once, at start.
+pub fn init_logging(format: LogFormat) {
+    let result = tracing_subscriber::registry()
+        .with(log_layer(format))
+        .try_init();
+    drop(result);
+}
+
+fn log_layer<S>(format: LogFormat) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER));
+    match format {
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .fmt_fields(JsonFields::new())
+            .event_format(json::JsonLog)
+            .with_filter(filter)
+            .boxed(),
+        LogFormat::Pretty => tracing_subscriber::fmt::layer().with_filter(filter).boxed(),
+    }
 }
 
 /// The process-wide Prometheus recorder; installed on first use.
@@ -129,7 +202,8 @@ mod tests {
         assert!(!line.chars().any(char::is_control), "{line:?}");
     }
 
-    struct Writer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    /// A log destination the test reads back.
+    pub(super) struct Writer(pub(super) std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
     impl std::io::Write for Writer {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {

@@ -1,4 +1,5 @@
-//! A minimal HTTP/1.1 client (one request per connection) — all the checker needs.
+//! A minimal HTTP/1.1 client (one request per connection) for suites that drive the service's
+//! binary over TCP.
 
 use std::time::Duration;
 
@@ -14,11 +15,26 @@ pub async fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
 }
 
 pub async fn post(port: u16, path: &str, key: &str, body: &str) -> std::io::Result<(u16, String)> {
+    post_with(port, path, key, body, &[]).await
+}
+
+/// [`post`] with more headers.
+pub async fn post_with(
+    port: u16,
+    path: &str,
+    key: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<(u16, String)> {
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     send(
         port,
         &format!(
             "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-             Idempotency-Key: {key}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+             Idempotency-Key: {key}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         ),
     )
