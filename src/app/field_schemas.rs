@@ -1,12 +1,16 @@
 //! The JSON Schemas of the fields both doors accept (the REST request bodies and the inbound
-//! events' `data`), built from the domain's own bounds, so the OpenAPI and AsyncAPI documents say
-//! exactly what the constructors enforce: one source per rule. Request types name these
-//! functions in `#[schema(schema_with = …)]`.
+//! events' `data`, and the dead-letter filters of the REST API and the command line), built from
+//! the domain's own bounds, so the OpenAPI and AsyncAPI documents say exactly what the
+//! constructors enforce: one source per rule. Request types name these functions in
+//! `#[schema(schema_with = …)]` (and `#[param(schema_with = …)]`).
 
-use utoipa::openapi::Object;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::schema::{ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::{Array, Object};
 
-use crate::domain::{AmountMinor, CustomerId, MAX_REASON_CHARS, Shipment, TransferId};
+use crate::domain::{
+    AmountMinor, CustomerId, MAX_BULK_REPLAY, MAX_REASON_BYTES, MAX_REASON_CHARS,
+    MAX_TYPE_FILTER_CHARS, Shipment, TransferId,
+};
 
 /// No control characters (C0, DEL, C1): what `BoundedText` refuses.
 const PRINTABLE: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$";
@@ -97,5 +101,39 @@ pub fn currency() -> Object {
         ))
         .pattern(Some("^[A-Z]{3}$"))
         .examples(["EUR"])
+        .build()
+}
+
+/// A dead-letter filter on the reason: a substring of it, matched case-insensitively.
+pub fn reason_filter() -> Object {
+    text(
+        MAX_REASON_BYTES,
+        "Only those whose reason contains this text, case-insensitively; `premature:` names a \
+         class",
+        "premature:",
+    )
+}
+
+/// A dead-letter filter on the event type.
+pub fn type_filter() -> Object {
+    text(
+        MAX_TYPE_FILTER_CHARS,
+        "Only those of this event type",
+        "payment.succeeded",
+    )
+}
+
+/// The dead letters a bulk replay may name.
+pub fn dead_letter_ids() -> Array {
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
+        )
+        .max_items(Some(MAX_BULK_REPLAY))
+        .description(Some(format!(
+            "Only these dead letters (at most {MAX_BULK_REPLAY})."
+        )))
         .build()
 }

@@ -131,9 +131,12 @@ pub fn reason_filter(value: &str) -> Result<BoundedText, ValidationError> {
     BoundedText::parse("reason", value, MAX_REASON_BYTES)
 }
 
-/// A `type` filter: an event type, 1–255 characters.
+/// The longest event type a `type` filter names, in characters.
+pub const MAX_TYPE_FILTER_CHARS: usize = 255;
+
+/// A `type` filter: an event type, 1–[`MAX_TYPE_FILTER_CHARS`] characters.
 pub fn type_filter(value: &str) -> Result<BoundedText, ValidationError> {
-    BoundedText::parse("type", value, 255)
+    BoundedText::parse("type", value, MAX_TYPE_FILTER_CHARS)
 }
 
 #[cfg(test)]

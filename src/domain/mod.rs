@@ -18,7 +18,7 @@ mod version;
 
 pub use dead_letter::{
     DeadLetterAction, DeadLetterIdentity, DeadLetterStatus, MAX_BULK_REPLAY, MAX_REASON_BYTES,
-    ReasonClass, reason_filter, type_filter,
+    MAX_TYPE_FILTER_CHARS, ReasonClass, reason_filter, type_filter,
 };
 pub use events::EventType;
 pub use history::{CLI_CLIENT, Cause, HistoryEntry, KeyScope, Source};
