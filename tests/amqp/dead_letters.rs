@@ -405,16 +405,10 @@ async fn the_parker_is_not_ready_while_it_cannot_reach_the_broker_and_parks_once
     let mut h = Harness::start().await;
     let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5672))).await;
     let ready = h.spawn_parker_on(&format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port));
-    eventually("the parker to connect", WAIT, || async {
-        ready.is_ready().then_some(())
-    })
-    .await;
+    h.wait_for_readiness(&ready, true).await;
 
     proxy.sever();
-    eventually("readiness to drop", WAIT, || async {
-        (!ready.is_ready()).then_some(())
-    })
-    .await;
+    h.wait_for_readiness(&ready, false).await;
     h.publish_dead_letter("order.placed", b"{", BasicProperties::default())
         .await;
     proxy.restore();

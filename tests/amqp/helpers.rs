@@ -122,6 +122,14 @@ impl Harness {
         .await;
     }
 
+    /// Waits until a component's readiness `signal` is `ready`.
+    pub async fn wait_for_readiness(&self, signal: &Signal, ready: bool) {
+        eventually(&format!("readiness to be {ready}"), WAIT, || async {
+            (signal.is_ready() == ready).then_some(())
+        })
+        .await;
+    }
+
     /// Waits until `n` deliveries were found premature and parked in the retry path.
     pub async fn wait_until_retried(&self, n: u64) {
         eventually(
