@@ -132,7 +132,10 @@ mod tests {
         ])
         .unwrap();
         assert!(matches!(cli.command, Some(Command::Serve)));
-        assert_eq!(cli.config.amqp_url, "amqp://other:5672/%2f");
+        assert_eq!(
+            cli.config.amqp_url.as_slice()[0].url(),
+            "amqp://other:5672/%2f"
+        );
     }
 
     #[test]

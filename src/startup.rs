@@ -47,7 +47,7 @@ impl Service {
         let consumer = config.amqp.enabled.then(|| {
             Consumer::new(
                 app.clone(),
-                config.amqp_url.clone(),
+                &config.amqp_url,
                 config.amqp.clone(),
                 readiness.register("consumer"),
             )
@@ -56,7 +56,7 @@ impl Service {
         let relay = config.amqp.enabled.then(|| {
             Relay::new(
                 pool.clone(),
-                config.amqp_url.clone(),
+                &config.amqp_url,
                 config.amqp.outbound_exchange.clone(),
                 config.relay.clone(),
                 readiness.register("relay"),
@@ -65,7 +65,7 @@ impl Service {
         let parker = config.amqp.enabled.then(|| {
             Parker::new(
                 app.clone(),
-                config.amqp_url.clone(),
+                &config.amqp_url,
                 &config.amqp,
                 readiness.register("parker"),
             )

@@ -98,7 +98,7 @@ async fn main() -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     let relay = Relay::new(
         pool.clone(),
-        AMQP_URL.into(),
+        &config::AmqpEndpoints::parse(AMQP_URL)?,
         exchange.clone(),
         config,
         Readiness::default().register("relay"),

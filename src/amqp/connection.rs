@@ -1,17 +1,29 @@
-//! Connecting to RabbitMQ, and the capped exponential backoff every reconnect loop uses.
+//! Connecting to RabbitMQ: which node of `AMQP_URL` a component connects to next ([`Nodes`]),
+//! and the reconnect loop with its capped exponential backoff that every component runs.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use lapin::{Connection, ConnectionProperties};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::{AmqpEndpoint, AmqpEndpoints};
 use crate::health::Signal;
+use crate::telemetry::error_chain;
 
 /// A broker-side failure of a session; the session ends and reconnects.
 #[derive(Debug, thiserror::Error)]
 pub enum AmqpError {
     #[error(transparent)]
     Lapin(#[from] lapin::Error),
+    #[error("cannot connect to {node}")]
+    Connect {
+        node: AmqpEndpoint,
+        #[source]
+        source: lapin::Error,
+    },
+    #[error("no connection to {node} within {CONNECT_TIMEOUT:?}")]
+    ConnectTimeout { node: AmqpEndpoint },
     #[error("the broker cancelled the consumer")]
     ConsumerCancelled,
     #[error("the broker refused (nacked) a published message")]
@@ -27,6 +39,11 @@ pub enum AmqpError {
 /// How long a session must have stayed up for the next reconnect to start again from the
 /// shortest delay: a connection that dies at once (say, on a message that breaks it) backs off.
 pub const STABLE_SESSION: Duration = Duration::from_secs(10);
+
+/// How long one attempt to connect (TCP, TLS, AMQP handshake) may take before the next attempt
+/// goes to another node: a node whose host vanished answers nothing, and the kernel alone would
+/// keep trying for minutes.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `session` until it ends cleanly or `shutdown` fires. After a failure it lowers `ready`,
 /// counts `amqp_reconnects_total{component}`, waits a growing delay (250 ms doubling to 30 s,
@@ -53,7 +70,7 @@ pub async fn reconnecting<Fut>(
         ready.set(false);
         metrics::counter!("amqp_reconnects_total", "component" => component).increment(1);
         let delay = backoff.next_delay();
-        tracing::warn!(%error, retry_in = ?delay, "{name} disconnected from the broker");
+        tracing::warn!(error = %error_chain(&error), retry_in = ?delay, "{name} disconnected from the broker");
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             () = shutdown.cancelled() => break,
@@ -63,9 +80,64 @@ pub async fn reconnecting<Fut>(
     tracing::info!("{name} stopped");
 }
 
+/// One connection to the broker at `url`, named `name` (shown by the broker's tools).
 pub async fn connect(url: &str, name: &str) -> lapin::Result<Connection> {
     let properties = ConnectionProperties::default().with_connection_name(name.into());
     Connection::connect(url, properties).await
+}
+
+/// The nodes of `AMQP_URL` as one component (the consumer, the relay, …) uses them: in an order
+/// of its own, drawn at random, each [`Nodes::connect`] taking the next. A component thus starts
+/// on a node chosen at random (the components of many instances spread over the cluster), and
+/// after losing its node it tries every other one before coming back to it. The delay between
+/// attempts is [`reconnecting`]'s (README "Running at scale").
+#[derive(Debug)]
+pub struct Nodes {
+    order: Vec<AmqpEndpoint>,
+    next: AtomicUsize,
+}
+
+impl Nodes {
+    pub fn new(endpoints: &AmqpEndpoints) -> Self {
+        // Without a random source the order is a fixed one: still every node in turn.
+        Self::shuffled(endpoints, || getrandom::u64().unwrap_or(0))
+    }
+
+    /// `endpoints` in an order drawn with `random` (Fisher–Yates).
+    fn shuffled(endpoints: &AmqpEndpoints, mut random: impl FnMut() -> u64) -> Self {
+        let mut order = endpoints.as_slice().to_vec();
+        for last in (1..order.len()).rev() {
+            let pick = random() % (last as u64 + 1);
+            order.swap(last, usize::try_from(pick).unwrap_or(last));
+        }
+        Self {
+            order,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// The node the next connection goes to; advances the rotation.
+    fn take_next(&self) -> &AmqpEndpoint {
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        &self.order[turn % self.order.len()]
+    }
+
+    /// Connects to the next node, within [`CONNECT_TIMEOUT`], and logs which one (its password
+    /// redacted) as `name`.
+    pub async fn connect(&self, name: &str) -> Result<Connection, AmqpError> {
+        let node = self.take_next();
+        match tokio::time::timeout(CONNECT_TIMEOUT, connect(node.url(), name)).await {
+            Ok(Ok(connection)) => {
+                tracing::info!(%node, connection = name, "connected to the broker");
+                Ok(connection)
+            }
+            Ok(Err(source)) => Err(AmqpError::Connect {
+                node: node.clone(),
+                source,
+            }),
+            Err(_) => Err(AmqpError::ConnectTimeout { node: node.clone() }),
+        }
+    }
 }
 
 /// Doubling delays from `initial` up to `max`; `reset` after a success.
@@ -99,6 +171,85 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn endpoints(count: u16) -> AmqpEndpoints {
+        let list: Vec<String> = (1..=count)
+            .map(|n| format!("amqp://guest:secret@node-{n}:5672/%2f"))
+            .collect();
+        AmqpEndpoints::parse(&list.join(",")).unwrap()
+    }
+
+    fn taken(nodes: &Nodes, count: usize) -> Vec<String> {
+        (0..count)
+            .map(|_| nodes.take_next().url().replace("amqp://guest:secret@", ""))
+            .collect()
+    }
+
+    #[test]
+    fn each_connect_takes_the_next_node_and_every_other_comes_before_a_node_again() {
+        let nodes = Nodes::shuffled(&endpoints(3), || 0);
+        let cycle = taken(&nodes, 3);
+        let mut sorted = cycle.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            ["node-1:5672/%2f", "node-2:5672/%2f", "node-3:5672/%2f"],
+            "one turn visits every node once"
+        );
+        assert_eq!(taken(&nodes, 6), [cycle.clone(), cycle].concat());
+    }
+
+    #[test]
+    fn the_first_node_is_drawn_at_random() {
+        let list = endpoints(3);
+        let mut draws = [7u64, 0, 1, 1, 0, 0].into_iter().cycle();
+        let firsts: std::collections::BTreeSet<String> = (0..3)
+            .map(|_| {
+                let nodes = Nodes::shuffled(&list, || draws.next().unwrap_or(0));
+                taken(&nodes, 1).remove(0)
+            })
+            .collect();
+        assert_eq!(
+            firsts.len(),
+            3,
+            "each node comes first for some draw: {firsts:?}"
+        );
+
+        let random: std::collections::BTreeSet<String> = (0..64)
+            .map(|_| taken(&Nodes::new(&list), 1).remove(0))
+            .collect();
+        assert_eq!(random.len(), 3, "64 random orders all start on one node");
+    }
+
+    #[test]
+    fn a_single_node_is_always_the_next() {
+        let nodes = Nodes::new(&endpoints(1));
+        assert_eq!(taken(&nodes, 3), ["node-1:5672/%2f"; 3]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_connect_names_the_node_without_its_password_and_moves_on() {
+        // Port 1 on loopback refuses at once.
+        let list = "amqp://guest:secret@127.0.0.1:1/%2f,amqp://guest:secret@localhost:1/%2f";
+        let nodes = Nodes::new(&AmqpEndpoints::parse(list).unwrap());
+        let mut named = vec![];
+        for _ in 0..2 {
+            let error = nodes.connect("test").await.expect_err("nothing listens");
+            let AmqpError::Connect { node, .. } = &error else {
+                panic!("{error:?}");
+            };
+            assert!(!error.to_string().contains("secret"), "{error}");
+            named.push(node.to_string());
+        }
+        named.sort();
+        assert_eq!(
+            named,
+            [
+                "amqp://guest:***@127.0.0.1:1/%2f",
+                "amqp://guest:***@localhost:1/%2f"
+            ]
+        );
+    }
 
     #[test]
     fn backoff_doubles_up_to_its_cap_and_resets() {

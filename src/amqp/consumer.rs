@@ -13,11 +13,11 @@ use lapin::types::FieldTable;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::connection::{AmqpError, connect, reconnecting};
+use super::connection::{AmqpError, Nodes, reconnecting};
 use super::topology::Topology;
 use super::worker::Worker;
 use crate::app::App;
-use crate::config::AmqpConfig;
+use crate::config::{AmqpConfig, AmqpEndpoints};
 use crate::health::Signal;
 
 /// Header carrying how many times a message has been delivered through the retry path.
@@ -31,7 +31,7 @@ pub const HEADERS_DROPPED_HEADER: &str = "x-original-headers-dropped";
 
 pub struct Consumer {
     app: App,
-    url: String,
+    nodes: Nodes,
     config: Arc<AmqpConfig>,
     topology: Arc<Topology>,
     ready: Signal,
@@ -73,10 +73,10 @@ impl Settled {
 }
 
 impl Consumer {
-    pub fn new(app: App, url: String, config: AmqpConfig, ready: Signal) -> Self {
+    pub fn new(app: App, endpoints: &AmqpEndpoints, config: AmqpConfig, ready: Signal) -> Self {
         Self {
             app,
-            url,
+            nodes: Nodes::new(endpoints),
             topology: Arc::new(Topology::from_config(&config)),
             config: Arc::new(config),
             ready,
@@ -105,7 +105,7 @@ impl Consumer {
 
     /// One connection's life: declare, consume, and on its end wait for in-flight messages.
     async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
-        let connection = connect(&self.url, "order-service consumer").await?;
+        let connection = self.nodes.connect("order-service consumer").await?;
         self.topology.declare_inbox_side(&connection).await?;
         let channel = connection.create_channel().await?;
         let publisher = connection.create_channel().await?;

@@ -18,7 +18,7 @@ pub mod topology;
 mod trace_headers;
 mod worker;
 
-pub use connection::{AmqpError, Backoff, connect};
+pub use connection::{AmqpError, Backoff, Nodes, connect};
 pub use consumer::Consumer;
 pub use parker::Parker;
 pub use relay::Relay;

@@ -15,11 +15,11 @@ use lapin::types::FieldTable;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{AmqpError, Backoff, connect, reconnecting};
+use super::connection::{AmqpError, Backoff, Nodes, reconnecting};
 use super::parked::dead_letter_of;
 use super::topology::Topology;
 use crate::app::App;
-use crate::config::AmqpConfig;
+use crate::config::{AmqpConfig, AmqpEndpoints};
 use crate::health::Signal;
 use crate::telemetry::{error_chain, escaped};
 
@@ -34,16 +34,16 @@ const GAUGE_AFTER_PARKING: Duration = Duration::from_secs(1);
 
 pub struct Parker {
     app: App,
-    url: String,
+    nodes: Nodes,
     topology: Arc<Topology>,
     ready: Signal,
 }
 
 impl Parker {
-    pub fn new(app: App, url: String, config: &AmqpConfig, ready: Signal) -> Self {
+    pub fn new(app: App, endpoints: &AmqpEndpoints, config: &AmqpConfig, ready: Signal) -> Self {
         Self {
             app,
-            url,
+            nodes: Nodes::new(endpoints),
             topology: Arc::new(Topology::from_config(config)),
             ready,
         }
@@ -62,7 +62,10 @@ impl Parker {
     }
 
     async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
-        let connection = connect(&self.url, "order-service dead-letter parker").await?;
+        let connection = self
+            .nodes
+            .connect("order-service dead-letter parker")
+            .await?;
         let channel = connection.create_channel().await?;
         self.topology.declare_dead_letter_side(&channel).await?;
         channel

@@ -23,9 +23,9 @@ use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{AmqpError, Backoff, connect, reconnecting};
+use super::connection::{AmqpError, Backoff, Nodes, reconnecting};
 use super::trace_headers;
-use crate::config::RelayConfig;
+use crate::config::{AmqpEndpoints, RelayConfig};
 use crate::health::Signal;
 use crate::store::StoreError;
 use crate::store::outbox::{self, NOTIFY_CHANNEL, PendingEvent, PendingMessage};
@@ -40,7 +40,7 @@ const BATCH_DEADLINE: Duration = Duration::from_secs(30);
 
 pub struct Relay {
     pool: PgPool,
-    url: String,
+    nodes: Nodes,
     exchange: String,
     config: RelayConfig,
     ready: Signal,
@@ -64,14 +64,14 @@ impl From<lapin::Error> for BatchError {
 impl Relay {
     pub fn new(
         pool: PgPool,
-        url: String,
+        endpoints: &AmqpEndpoints,
         exchange: String,
         config: RelayConfig,
         ready: Signal,
     ) -> Self {
         Self {
             pool,
-            url,
+            nodes: Nodes::new(endpoints),
             exchange,
             config,
             ready,
@@ -91,7 +91,7 @@ impl Relay {
     }
 
     async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
-        let connection = connect(&self.url, "order-service outbox relay").await?;
+        let connection = self.nodes.connect("order-service outbox relay").await?;
         let channel = connection.create_channel().await?;
         channel
             .confirm_select(ConfirmSelectOptions::default())

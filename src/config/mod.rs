@@ -9,11 +9,13 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 mod amqp;
+mod endpoints;
 mod expiry;
 mod http;
 mod relay;
 
 pub use amqp::AmqpConfig;
+pub use endpoints::{AmqpEndpoint, AmqpEndpoints, EndpointsError};
 pub use expiry::ExpiryConfig;
 pub use http::{AuthConfig, LimitsConfig};
 pub use relay::RelayConfig;
@@ -103,9 +105,14 @@ pub struct Config {
         default_value = DEFAULT_AMQP_URL,
         hide_env_values = true,
         hide_default_value = true,
-        help = url_help("RabbitMQ.", DEFAULT_AMQP_URL)
+        value_parser = AmqpEndpoints::value_parser(),
+        help = url_help(
+            "RabbitMQ: one node, or several nodes of one cluster separated by commas (each \
+             component connects to one at random and, when it is lost, to another).",
+            DEFAULT_AMQP_URL,
+        )
     )]
-    pub amqp_url: String,
+    pub amqp_url: AmqpEndpoints,
 
     /// Where the REST API listens.
     #[arg(long, global = true, env = "HTTP_ADDR", default_value_t = DEFAULT_HTTP_ADDR)]
@@ -201,7 +208,11 @@ mod tests {
             config.database_url,
             "postgres://postgres@127.0.0.1:5432/order_service"
         );
-        assert_eq!(config.amqp_url, "amqp://guest:guest@127.0.0.1:5672/%2f");
+        assert_eq!(
+            config.amqp_url.as_slice()[0].url(),
+            "amqp://guest:guest@127.0.0.1:5672/%2f"
+        );
+        assert_eq!(config.amqp_url.as_slice().len(), 1);
         assert_eq!(config.http_addr.to_string(), "127.0.0.1:8080");
         assert_eq!(config.amqp.inbound_exchange, "commerce.events");
         assert_eq!(config.amqp.inbox_queue, "order-service.inbox");
@@ -248,6 +259,28 @@ mod tests {
         );
         assert_eq!(redact_url(DEFAULT_DATABASE_URL), DEFAULT_DATABASE_URL);
         assert_eq!(redact_url("not a url"), "not a url");
+    }
+
+    #[test]
+    fn a_malformed_amqp_url_list_is_refused_naming_the_item_without_its_password() {
+        let refused = Cli::try_parse_from([
+            "order-service",
+            "--amqp-url",
+            "amqp://app:s3cret@mq-1:5672/%2f,,amqp://app:s3cret@mq-2:5672/%2f",
+        ])
+        .err()
+        .expect("refused");
+        let message = refused.to_string();
+        assert!(message.contains("item 2 of AMQP_URL is empty"), "{message}");
+        assert!(!message.contains("s3cret"), "{message}");
+
+        let listed = Cli::try_parse_from([
+            "order-service",
+            "--amqp-url",
+            "amqp://app:s3cret@mq-1:5672/%2f,amqp://app:s3cret@mq-2:5672/%2f",
+        ])
+        .expect("two nodes");
+        assert_eq!(listed.config.amqp_url.as_slice().len(), 2);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use order_service::amqp::consumer::Settled;
 use order_service::amqp::{Consumer, Parker, Relay, Topology, connect};
 use order_service::app::App;
 use order_service::config::DEFAULT_LOCK_TIMEOUT;
-use order_service::config::{AmqpConfig, RelayConfig};
+use order_service::config::{AmqpConfig, AmqpEndpoints, RelayConfig};
 use order_service::health::{Readiness, Signal};
 
 use crate::common::{AMQP_URL, TestDb, amqp_config, block_on_detached, eventually};
@@ -41,6 +41,11 @@ pub struct Harness {
     consumers: Vec<(CancellationToken, JoinHandle<()>)>,
     settled: Vec<Settled>,
     extra_queues: Vec<String>,
+}
+
+/// `AMQP_URL` as the service parses it: one URL or a comma-separated list.
+pub fn endpoints(amqp_url: &str) -> AmqpEndpoints {
+    AmqpEndpoints::parse(amqp_url).expect("a valid AMQP_URL")
 }
 
 /// The default AMQP settings (README "Configuration") with names unique to one test.
@@ -89,7 +94,12 @@ impl Harness {
 
     pub fn spawn_consumer_on(&mut self, app: App, amqp_url: &str) -> Signal {
         let ready = Readiness::default().register("consumer");
-        let consumer = Consumer::new(app, amqp_url.to_owned(), self.config.clone(), ready.clone());
+        let consumer = Consumer::new(
+            app,
+            &endpoints(amqp_url),
+            self.config.clone(),
+            ready.clone(),
+        );
         self.settled.push(consumer.settled());
         let token = CancellationToken::new();
         let handle = tokio::spawn(consumer.run(token.clone()));
@@ -149,7 +159,7 @@ impl Harness {
         let ready = Readiness::default().register("parker");
         let parker = Parker::new(
             self.app.clone(),
-            amqp_url.to_owned(),
+            &endpoints(amqp_url),
             &self.config,
             ready.clone(),
         );
@@ -164,7 +174,7 @@ impl Harness {
         let ready = Readiness::default().register("relay");
         let relay = Relay::new(
             self.db.pool.clone(),
-            amqp_url.to_owned(),
+            &endpoints(amqp_url),
             self.topology.outbound_exchange.clone(),
             config,
             ready.clone(),

@@ -101,7 +101,8 @@ pub fn document_of(config: &AmqpConfig) -> Document {
                 "protocolVersion": "0.9.1",
                 "pathname": uri.vhost,
                 "description": format!(
-                    "The broker of {} (by default the local one shown here).",
+                    "The broker of {}: one node, or the nodes of one cluster (by default the local \
+                     node shown here).",
                     setting("amqp_url")
                 ),
             }
