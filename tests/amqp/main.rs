@@ -10,6 +10,7 @@ mod consumer;
 mod consumer_faults;
 mod crash_loop;
 mod dead_letters;
+mod endpoints;
 mod helpers;
 mod refunds;
 mod relay;

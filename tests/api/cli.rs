@@ -1,4 +1,5 @@
-//! The command line, as an operator runs it: `--help`, and `dead-letters …` against a database.
+//! The command line, as an operator runs it: `--help`, a malformed `AMQP_URL`, and
+//! `dead-letters …` against a database.
 
 use std::process::Command;
 
@@ -169,4 +170,35 @@ async fn the_dead_letters_command_lists_shows_replays_and_discards_for_people_an
     assert_eq!(out, format!("discarded {third}\n"));
     let (ok, _, err) = dead_letters(&app, &["show", &Uuid::new_v4().to_string()]);
     assert!(!ok && err.contains("not found"), "{err}");
+}
+
+#[test]
+fn a_malformed_amqp_url_list_stops_the_service_at_start_naming_the_item_without_a_password() {
+    let node = "amqp://app:broker-secret-3@mq-1.internal:5672/%2f";
+    for (list, reason) in [
+        (format!("{node},"), "item 2 of AMQP_URL is empty"),
+        (
+            format!("{node},https://app:broker-secret-3@mq-2.internal/%2f"),
+            "item 2 of AMQP_URL (https://app:***@mq-2.internal/%2f) does not start with amqp:// or amqps://",
+        ),
+        (
+            format!("{node},amqp://app:broker-secret-3@mq-2.internal:port/%2f"),
+            "item 2 of AMQP_URL (amqp://app:***@mq-2.internal:port/%2f) is not a valid AMQP URL",
+        ),
+        (
+            format!("{node},amqp://app:broker-secret-3@mq-2.internal:5672/orders"),
+            "names vhost \"orders\" but item 1 names \"/\"",
+        ),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_order-service"))
+            .arg("serve")
+            .env("AMQP_URL", &list)
+            .env("HTTP_ADDR", "127.0.0.1:0")
+            .output()
+            .expect("run order-service serve");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{list}: started");
+        assert!(stderr.contains(reason), "{list}: {stderr}");
+        assert!(!stderr.contains("broker-secret-3"), "{stderr}");
+    }
 }
