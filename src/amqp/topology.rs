@@ -4,7 +4,7 @@
 //! commerce.events (topic) ──order.placed, payment.succeeded,──▶ order-service.inbox (quorum)
 //!                           shipment.dispatched,                    │  premature ▲ after the delay
 //!                           order.cancellation_requested            ▼            │
-//!                                              order-service.inbox.retry.<ms> (TTL, one per delay)
+//!                                    order-service.inbox.delay.<ms>ms (quorum, TTL, one per delay)
 //! order-service.dlx (fanout) ──▶ order-service.dead-letter (quorum)   ◀── poison, terminal, exhausted
 //!                                        └──▶ the parker: parked in Postgres, replayed through the outbox
 //! order-service.events (topic) ◀── outbox relay, routing key = event type
@@ -17,6 +17,13 @@
 //! redeclared with it (the broker refuses with PRECONDITION_FAILED); [`Topology::declare_inbox_side`]
 //! then keeps consuming the inbox as it is and says how to apply the limit with a policy
 //! (README "Upgrading: the inbox delivery limit").
+//!
+//! Every queue is a quorum queue, the delay queues too: a classic queue lives on one node of a
+//! cluster, and while that node is down a session could neither redeclare it (the broker answers
+//! NOT_FOUND, "home node … is down") nor park a retry in it. The delay queues dead-letter back at
+//! least once (`x-dead-letter-strategy`), so an expired retry is not lost on its way back to the
+//! inbox. An earlier version's classic `….retry.<ms>ms` queues are no longer declared; their
+//! messages still expire back to the inbox (README "Upgrading: the delay queues").
 
 use std::time::Duration;
 
@@ -68,7 +75,7 @@ impl Topology {
 
     /// The delay queue that holds a message for `delay`, then dead-letters it back to the inbox.
     pub fn retry_queue(&self, delay: Duration) -> String {
-        format!("{}.retry.{}ms", self.inbox, delay.as_millis())
+        format!("{}.delay.{}ms", self.inbox, delay.as_millis())
     }
 
     /// Declares every exchange and queue, the inbox with this configuration's arguments; fails
@@ -200,17 +207,21 @@ impl Topology {
         quorum(FieldTable::default())
     }
 
-    /// A delay queue holds each message for `delay`, then dead-letters it back to the inbox.
+    /// A delay queue (quorum, like every queue here) holds each message for `delay`, then
+    /// dead-letters it back to the inbox.
     pub fn retry_queue_arguments(&self, delay: Duration) -> FieldTable {
         let mut args = FieldTable::default();
         args.insert(
             "x-message-ttl".into(),
             AMQPValue::LongLongInt(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)),
         );
-        // The default exchange routes by queue name: expired messages go back to the inbox.
+        // The default exchange routes by queue name: expired messages go back to the inbox,
+        // held until the inbox confirmed them (at least once, which needs reject-publish).
         args.insert("x-dead-letter-exchange".into(), text(""));
         args.insert("x-dead-letter-routing-key".into(), text(&self.inbox));
-        args
+        args.insert("x-dead-letter-strategy".into(), text("at-least-once"));
+        args.insert("x-overflow".into(), text("reject-publish"));
+        quorum(args)
     }
 
     /// Anything the broker itself gives up on (a rejected message, one delivered

@@ -100,9 +100,10 @@ impl<'a> Routes<'a> {
             })
             .collect();
         let description = format!(
-            "One durable queue per delay, published to through the default exchange (routing \
-             key = the queue's name). Each holds a message for its delay (`x-message-ttl`), \
-             then dead-letters it back to `{}`. The delay before attempt n + 1 is {} · 2^(n−1) \
+            "One durable quorum queue per delay, published to through the default exchange \
+             (routing key = the queue's name). Each holds a message for its delay \
+             (`x-message-ttl`), then dead-letters it back to `{}`, at least once (kept until the \
+             inbox confirmed it). The delay before attempt n + 1 is {} · 2^(n−1) \
              ({} ms), capped at {} ({} ms).",
             t.inbox,
             setting("retry_base_ms"),

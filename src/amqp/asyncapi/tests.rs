@@ -176,7 +176,7 @@ fn the_retry_channel_names_each_delay_queue_the_consumer_publishes_to() {
     let doc = json_of(&config);
     let retry = &doc["channels"]["retry"];
     let address = retry["address"].as_str().unwrap();
-    assert_eq!(address, "orders.in.retry.{delay}ms");
+    assert_eq!(address, "orders.in.delay.{delay}ms");
     let delays: Vec<&str> = retry["parameters"]["delay"]["enum"]
         .as_array()
         .unwrap()
