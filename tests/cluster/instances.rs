@@ -1,0 +1,114 @@
+//! The service under test: real `order-service` processes (the debug binary cargo built with the
+//! test) over one database, each given the whole cluster as its `AMQP_URL` list. Stopped with
+//! SIGTERM at the end, and killed when dropped, pass or fail.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+use order_service::config::AmqpConfig;
+
+use crate::common::http;
+use crate::rabbit::free_port;
+
+pub struct Instance {
+    pub port: u16,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Instance {
+    /// Starts instance `slot` with its log in `dir`, the topology's names from `config`.
+    pub fn start(
+        slot: usize,
+        database_url: &str,
+        amqp_url: &str,
+        config: &AmqpConfig,
+        dir: &std::path::Path,
+    ) -> Self {
+        let port = free_port();
+        let log = dir.join(format!("instance-{slot}.log"));
+        let file = std::fs::File::create(&log).expect("the instance's log");
+        let child = Command::new(env!("CARGO_BIN_EXE_order-service"))
+            .arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("DATABASE_URL", database_url)
+            .env("AMQP_URL", amqp_url)
+            .env("HTTP_ADDR", format!("127.0.0.1:{port}"))
+            .env("LOG_FORMAT", "json")
+            // Warnings, and the line naming the node each session connected to.
+            .env("RUST_LOG", "warn,order_service::amqp::connection=info")
+            .env("DB_MAX_CONNECTIONS", "8")
+            .env("OUTBOX_POLL_MS", "250")
+            .env("SHUTDOWN_GRACE_SECS", "5")
+            .env("AMQP_INBOUND_EXCHANGE", &config.inbound_exchange)
+            .env("AMQP_INBOX_QUEUE", &config.inbox_queue)
+            .env("AMQP_DEAD_LETTER_EXCHANGE", &config.dead_letter_exchange)
+            .env("AMQP_DEAD_LETTER_QUEUE", &config.dead_letter_queue)
+            .env("AMQP_OUTBOUND_EXCHANGE", &config.outbound_exchange)
+            .stdout(Stdio::from(file.try_clone().expect("log")))
+            .stderr(Stdio::from(file))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start order-service");
+        Self {
+            port,
+            log,
+            child: Some(child),
+        }
+    }
+
+    /// `Some` if `/health/ready` answers 200 now: a condition for `eventually`.
+    pub async fn is_ready_now(&self) -> Option<()> {
+        matches!(http::get(self.port, "/health/ready").await, Ok((200, _))).then_some(())
+    }
+
+    /// The sum of every series of a counter in `/metrics` whose line starts with `series`
+    /// (a name, or a name with the start of its labels).
+    pub async fn counter(&self, series: &str) -> f64 {
+        let Ok((200, text)) = http::get(self.port, "/metrics").await else {
+            return f64::NAN;
+        };
+        text.lines()
+            .filter(|line| line.starts_with(series))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    /// SIGTERM, then waits for the graceful stop (bounded by its grace period); kills after.
+    pub async fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            if let Some(pid) = child.id() {
+                let _ = std::process::Command::new("kill")
+                    .args(["-TERM", &pid.to_string()])
+                    .status();
+            }
+            if tokio::time::timeout(Duration::from_secs(15), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.kill().await;
+            }
+        }
+    }
+
+    /// The lines of the log that name a node: which node each session connected to.
+    pub fn connections(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|line| line["message"] == "connected to the broker")
+            .map(|line| {
+                format!(
+                    "{} -> {}",
+                    line["connection"].as_str().unwrap_or("?"),
+                    line["node"].as_str().unwrap_or("?")
+                )
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,390 @@
+//! The load, steady while nodes die: `order.placed` and `payment.succeeded` events published with
+//! confirms through one node (moving to the next only when its node is gone, and publishing the
+//! unconfirmed batch again, as a real publisher does), with duplicates: the same message again,
+//! the same payment under a new event id, payments before their order. Beside it, REST clients
+//! place orders and pay them in two halves with Idempotency-Keys, round-robin over the instances
+//! like a load balancer, retrying on failure with the same key like a client; some of their
+//! payments also arrive over AMQP. Every order's expected end is recorded as it is generated.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+use lapin::{BasicProperties, Channel, Connection};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::common::http;
+use order_service::amqp::connect;
+
+/// A publisher's pace: this many new orders every tick.
+const ORDERS_PER_TICK: usize = 2;
+const TICK: Duration = Duration::from_millis(100);
+/// A REST client's pause between two orders.
+const CLIENT_PAUSE: Duration = Duration::from_millis(100);
+/// A client's pause before retrying a failed request.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// Bound on each step of the publisher (connect, publish, confirm, close): a connection to a
+/// node dying under it may never answer, and the publisher moves on instead.
+const STEP: Duration = Duration::from_secs(10);
+
+/// `step` within [`STEP`], its error or the timeout as text.
+async fn bounded<T, E: std::fmt::Display>(
+    what: &str,
+    step: impl Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(STEP, step).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(format!("{what}: {error}")),
+        Err(_) => Err(format!("{what}: no answer within {STEP:?}")),
+    }
+}
+
+/// How an order is expected to end: its amount, and the ledger rows it must hold (their sum
+/// reaching the amount ⇒ PAID, else PENDING_PAYMENT).
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub order: Uuid,
+    pub amount: i64,
+    pub transfers: Vec<(String, i64)>,
+}
+
+#[derive(Default)]
+pub struct Tally {
+    /// Messages the broker confirmed (duplicates included; a batch sent again counts again).
+    pub published: AtomicU64,
+    /// Of those, copies sent on purpose: the same message again, or the same payment anew.
+    pub duplicates: AtomicU64,
+    /// Messages sent again because their batch was not confirmed (their node died).
+    pub resent: AtomicU64,
+    pub publisher_reconnects: AtomicU64,
+    pub requests: AtomicU64,
+    pub retried_requests: AtomicU64,
+    /// Answers 500: never expected, even while nodes die.
+    pub server_errors: AtomicU64,
+    pub requests_in_flight: AtomicI64,
+}
+
+pub struct Load {
+    pub expected: Mutex<Vec<Expected>>,
+    pub tally: Tally,
+    /// Answers no client should ever get, with what was asked.
+    pub refusals: Mutex<Vec<String>>,
+    /// Payments of REST orders that also go over AMQP, picked up by the publisher.
+    cross_door: Mutex<Vec<Message>>,
+    /// Cancelled: no new orders (clients finish the one they are on).
+    pub stop: CancellationToken,
+    /// Cancelled once the clients are done: the publisher ends when it has sent everything.
+    pub drain: CancellationToken,
+    exchange: String,
+}
+
+#[derive(Debug, Clone)]
+struct Message {
+    event_id: String,
+    routing_key: &'static str,
+    body: Vec<u8>,
+}
+
+fn message(routing_key: &'static str, data: serde_json::Value) -> Message {
+    let event_id = Uuid::new_v4().to_string();
+    let body = json!({
+        "event_id": event_id, "type": routing_key,
+        "occurred_at": chrono::Utc::now().to_rfc3339(), "data": data
+    });
+    Message {
+        event_id,
+        routing_key,
+        body: body.to_string().into_bytes(),
+    }
+}
+
+fn placed(order: Uuid, amount: i64) -> Message {
+    message(
+        "order.placed",
+        json!({"order_id": order, "customer_id": "cluster", "amount_minor": amount, "currency": "EUR"}),
+    )
+}
+
+fn payment(order: Uuid, transfer: &str, amount: i64) -> Message {
+    message(
+        "payment.succeeded",
+        json!({"order_id": order, "transfer_id": transfer, "amount_minor": amount, "currency": "EUR"}),
+    )
+}
+
+/// True `percent` times in a hundred.
+fn roll(percent: u64) -> bool {
+    getrandom::u64().expect("randomness") % 100 < percent
+}
+
+fn amount() -> i64 {
+    1_000 + (getrandom::u64().expect("randomness") % 9_000) as i64
+}
+
+impl Load {
+    pub fn new(exchange: &str) -> Self {
+        Self {
+            expected: Mutex::new(vec![]),
+            tally: Tally::default(),
+            refusals: Mutex::new(vec![]),
+            cross_door: Mutex::new(vec![]),
+            stop: CancellationToken::new(),
+            drain: CancellationToken::new(),
+            exchange: exchange.to_owned(),
+        }
+    }
+
+    fn expect(&self, expected: Expected) {
+        self.expected.lock().expect("expected").push(expected);
+    }
+
+    /// A new order over AMQP: its messages for now, and its duplicates for the next tick.
+    fn amqp_order(&self) -> (Vec<Message>, Vec<Message>) {
+        let order = Uuid::new_v4();
+        let amount = amount();
+        let transfer = format!("amqp-{order}");
+        let placed = placed(order, amount);
+        let pay = payment(order, &transfer, amount);
+        self.expect(Expected {
+            order,
+            amount,
+            transfers: vec![(transfer.clone(), amount)],
+        });
+        let mut later = vec![];
+        if roll(20) {
+            later.push(placed.clone());
+        }
+        if roll(20) {
+            later.push(pay.clone());
+        }
+        if roll(10) {
+            later.push(payment(order, &transfer, amount));
+        }
+        self.tally
+            .duplicates
+            .fetch_add(later.len() as u64, Ordering::Relaxed);
+        let now = if roll(10) {
+            vec![pay, placed]
+        } else {
+            vec![placed, pay]
+        };
+        (now, later)
+    }
+
+    /// One order placed over AMQP through `url` at once, outside the steady load: a probe of
+    /// the consuming path. Returns its id once the broker confirmed it.
+    pub async fn probe(&self, url: &str) -> Uuid {
+        let order = Uuid::new_v4();
+        self.expect(Expected {
+            order,
+            amount: 500,
+            transfers: vec![],
+        });
+        let mut publisher = Publisher::new(vec![url.to_owned()], &self.exchange);
+        publisher.send(&[placed(order, 500)], &self.tally).await;
+        publisher.close().await;
+        order
+    }
+}
+
+/// Publishes the AMQP side of the load until `drain` and nothing is left to send.
+pub async fn publish(load: &Load, nodes: Vec<String>) {
+    let mut publisher = Publisher::new(nodes, &load.exchange);
+    let mut later: Vec<Message> = vec![];
+    let mut tick = tokio::time::interval(TICK);
+    loop {
+        tick.tick().await;
+        let mut batch = std::mem::take(&mut later);
+        batch.append(&mut load.cross_door.lock().expect("cross-door"));
+        if !load.stop.is_cancelled() {
+            for _ in 0..ORDERS_PER_TICK {
+                let (now, duplicates) = load.amqp_order();
+                batch.extend(now);
+                later.extend(duplicates);
+            }
+        }
+        if batch.is_empty() && later.is_empty() && load.drain.is_cancelled() {
+            break;
+        }
+        publisher.send(&batch, &load.tally).await;
+    }
+    publisher.close().await;
+}
+
+/// One REST client: orders placed and paid in two halves, until `stop`.
+pub async fn rest_client(load: &Load, ports: Vec<u16>, first: usize) {
+    let mut next = first;
+    while !load.stop.is_cancelled() {
+        let order = Uuid::new_v4();
+        let amount = amount();
+        let half = amount / 2;
+        let transfers = vec![
+            (format!("rest-{order}-1"), half),
+            (format!("rest-{order}-2"), amount - half),
+        ];
+        load.expect(Expected {
+            order,
+            amount,
+            transfers: transfers.clone(),
+        });
+        let body = json!({"id": order, "customer_id": "cluster", "amount_minor": amount, "currency": "EUR"});
+        post(
+            load,
+            &ports,
+            &mut next,
+            "/v1/orders",
+            &format!("place-{order}"),
+            &body,
+        )
+        .await;
+        let path = format!("/v1/orders/{order}/payments");
+        for (n, (transfer, part)) in transfers.iter().enumerate() {
+            if n == 1 && roll(20) {
+                // The same payment, also reported by the payment provider's events.
+                let copy = payment(order, transfer, *part);
+                load.cross_door.lock().expect("cross-door").push(copy);
+                load.tally.duplicates.fetch_add(1, Ordering::Relaxed);
+            }
+            let body = json!({"transfer_id": transfer, "amount_minor": part, "currency": "EUR"});
+            post(
+                load,
+                &ports,
+                &mut next,
+                &path,
+                &format!("pay-{transfer}"),
+                &body,
+            )
+            .await;
+        }
+        tokio::time::sleep(CLIENT_PAUSE).await;
+    }
+}
+
+/// POSTs until the answer is a success, each attempt to the next instance; a conflict with an
+/// in-flight twin (409), an overload (503), a dropped connection or a 500 is retried with the
+/// same key; any other answer is a refusal, recorded, and the client moves on.
+async fn post(
+    load: &Load,
+    ports: &[u16],
+    next: &mut usize,
+    path: &str,
+    key: &str,
+    body: &serde_json::Value,
+) {
+    let body = body.to_string();
+    loop {
+        let port = ports[*next % ports.len()];
+        *next += 1;
+        let tally = &load.tally;
+        tally.requests.fetch_add(1, Ordering::Relaxed);
+        tally.requests_in_flight.fetch_add(1, Ordering::Relaxed);
+        let answer = http::post(port, path, key, &body).await;
+        tally.requests_in_flight.fetch_sub(1, Ordering::Relaxed);
+        match answer {
+            Ok((200 | 201, _)) => return,
+            Ok((409 | 503, _)) | Err(_) => {}
+            Ok((500, _)) => {
+                tally.server_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok((status, answer)) => {
+                let refusal = format!("POST {path} ({key}): {status} {answer}");
+                load.refusals.lock().expect("refusals").push(refusal);
+                return;
+            }
+        }
+        tally.retried_requests.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(RETRY_PAUSE).await;
+    }
+}
+
+/// A confirming publisher that stays on its node until that node fails it, then moves to the
+/// next and sends the unconfirmed batch again.
+struct Publisher {
+    nodes: Vec<String>,
+    exchange: String,
+    current: usize,
+    session: Option<(Connection, Channel)>,
+}
+
+impl Publisher {
+    fn new(nodes: Vec<String>, exchange: &str) -> Self {
+        Self {
+            nodes,
+            exchange: exchange.to_owned(),
+            current: 0,
+            session: None,
+        }
+    }
+
+    async fn send(&mut self, batch: &[Message], tally: &Tally) {
+        if batch.is_empty() {
+            return;
+        }
+        loop {
+            match self.try_send(batch).await {
+                Ok(()) => {
+                    tally
+                        .published
+                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    return;
+                }
+                Err(_) => {
+                    self.close().await;
+                    self.current = (self.current + 1) % self.nodes.len();
+                    tally.publisher_reconnects.fetch_add(1, Ordering::Relaxed);
+                    tally
+                        .resent
+                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+            }
+        }
+    }
+
+    async fn try_send(&mut self, batch: &[Message]) -> Result<(), String> {
+        if self.session.is_none() {
+            let url = &self.nodes[self.current];
+            let connection = bounded("connect", connect(url, "cluster test publisher")).await?;
+            let channel = bounded("channel", connection.create_channel()).await?;
+            bounded(
+                "confirms",
+                channel.confirm_select(ConfirmSelectOptions::default()),
+            )
+            .await?;
+            self.session = Some((connection, channel));
+        }
+        let Some((_, channel)) = &self.session else {
+            return Err("no channel".into());
+        };
+        let mut confirms = vec![];
+        for message in batch {
+            let properties = BasicProperties::default()
+                .with_delivery_mode(2)
+                .with_message_id(message.event_id.as_str().into())
+                .with_content_type("application/json".into());
+            let publish = channel.basic_publish(
+                self.exchange.as_str().into(),
+                message.routing_key.into(),
+                BasicPublishOptions::default(),
+                &message.body,
+                properties,
+            );
+            confirms.push(bounded("publish", publish).await?);
+        }
+        for confirm in confirms {
+            if !bounded("confirm", confirm).await?.is_ack() {
+                return Err("nacked".into());
+            }
+        }
+        Ok(())
+    }
+
+    async fn close(&mut self) {
+        if let Some((connection, _)) = self.session.take() {
+            let _ = bounded("close", connection.close(200, "bye".into())).await;
+        }
+    }
+}
