@@ -27,7 +27,7 @@ use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use order_service::config::{AmqpConfig, AmqpEndpoints, RelayConfig};
 use order_service::health::{Readiness, Signal};
 
-use crate::common::{AMQP_URL, TestDb, amqp_config, block_on_detached, eventually};
+use crate::common::{AMQP_URL, TestDb, amqp_config, block_on_detached, eventually, topology_env};
 
 pub const WAIT: Duration = Duration::from_secs(30);
 
@@ -370,11 +370,7 @@ impl Harness {
             .env("RUST_LOG", "error")
             .env("DB_MAX_CONNECTIONS", "4")
             .env("OUTBOX_POLL_MS", "200")
-            .env("AMQP_INBOUND_EXCHANGE", &config.inbound_exchange)
-            .env("AMQP_INBOX_QUEUE", &config.inbox_queue)
-            .env("AMQP_DEAD_LETTER_EXCHANGE", &config.dead_letter_exchange)
-            .env("AMQP_DEAD_LETTER_QUEUE", &config.dead_letter_queue)
-            .env("AMQP_OUTBOUND_EXCHANGE", &config.outbound_exchange)
+            .envs(topology_env(config))
             .env("AMQP_DELIVERY_LIMIT", config.delivery_limit.to_string())
             .envs(env.iter().copied())
             .stdout(output())

@@ -20,7 +20,7 @@ use tokio::process::{Child, Command};
 
 use crate::common::http;
 use crate::common::proxy::Proxy;
-use crate::common::{AMQP_URL, amqp_config, eventually};
+use crate::common::{AMQP_URL, amqp_config, eventually, topology_env};
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
@@ -147,14 +147,7 @@ impl Cluster {
             .env("OUTBOX_POLL_MS", "250")
             .env("ORDER_PAYMENT_TIMEOUT_SECS", timeout)
             .env("ORDER_EXPIRY_SWEEP_SECS", "1")
-            .env("AMQP_INBOUND_EXCHANGE", &self.config.inbound_exchange)
-            .env("AMQP_INBOX_QUEUE", &self.config.inbox_queue)
-            .env(
-                "AMQP_DEAD_LETTER_EXCHANGE",
-                &self.config.dead_letter_exchange,
-            )
-            .env("AMQP_DEAD_LETTER_QUEUE", &self.config.dead_letter_queue)
-            .env("AMQP_OUTBOUND_EXCHANGE", &self.config.outbound_exchange)
+            .envs(topology_env(&self.config))
             .stdout(Stdio::from(log.try_clone().expect("log")))
             .stderr(Stdio::from(log))
             .kill_on_drop(true)

@@ -10,7 +10,7 @@ use tokio::process::{Child, Command};
 
 use order_service::config::AmqpConfig;
 
-use crate::common::http;
+use crate::common::{http, topology_env};
 use crate::rabbit::free_port;
 
 pub struct Instance {
@@ -44,11 +44,7 @@ impl Instance {
             .env("DB_MAX_CONNECTIONS", "8")
             .env("OUTBOX_POLL_MS", "250")
             .env("SHUTDOWN_GRACE_SECS", "5")
-            .env("AMQP_INBOUND_EXCHANGE", &config.inbound_exchange)
-            .env("AMQP_INBOX_QUEUE", &config.inbox_queue)
-            .env("AMQP_DEAD_LETTER_EXCHANGE", &config.dead_letter_exchange)
-            .env("AMQP_DEAD_LETTER_QUEUE", &config.dead_letter_queue)
-            .env("AMQP_OUTBOUND_EXCHANGE", &config.outbound_exchange)
+            .envs(topology_env(config))
             .stdout(Stdio::from(file.try_clone().expect("log")))
             .stderr(Stdio::from(file))
             .kill_on_drop(true)

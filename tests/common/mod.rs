@@ -232,6 +232,21 @@ pub fn amqp_config(prefix: &str) -> AmqpConfig {
     }
 }
 
+/// The environment that gives a service process `config`'s exchange and queue names (README
+/// "Configuration"), for the suites that start the binary.
+pub fn topology_env(config: &AmqpConfig) -> [(&'static str, String); 5] {
+    [
+        ("AMQP_INBOUND_EXCHANGE", config.inbound_exchange.clone()),
+        ("AMQP_INBOX_QUEUE", config.inbox_queue.clone()),
+        (
+            "AMQP_DEAD_LETTER_EXCHANGE",
+            config.dead_letter_exchange.clone(),
+        ),
+        ("AMQP_DEAD_LETTER_QUEUE", config.dead_letter_queue.clone()),
+        ("AMQP_OUTBOUND_EXCHANGE", config.outbound_exchange.clone()),
+    ]
+}
+
 /// Polls `check` until it returns `Some`, or panics with `what` after `limit`. A bound on waiting
 /// for asynchronous work, not a performance assertion.
 pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
