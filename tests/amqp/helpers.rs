@@ -496,18 +496,7 @@ impl Harness {
 
     /// Messages in a queue that are ready for delivery (not those held unacknowledged).
     pub async fn ready_count(&self, queue: &str) -> u32 {
-        self.channel
-            .queue_declare(
-                queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .expect("passive declare")
-            .message_count()
+        crate::common::ready_count(&self.channel, queue).await
     }
 
     /// Takes every message out of the dead-letter queue.

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use lapin::Channel;
-use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions};
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
 use lapin::types::FieldTable;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::common::eventually;
+use crate::common::{eventually, ready_count};
 use crate::load::Expected;
 use crate::rabbit::RabbitCluster;
 
@@ -216,18 +216,7 @@ pub async fn published(pool: &PgPool, channel: &Channel, queue: &str) -> Deliver
         .into_iter()
         .map(|(id, kind)| (id.to_string(), kind))
         .collect();
-    let waiting = channel
-        .queue_declare(
-            queue.into(),
-            QueueDeclareOptions {
-                passive: true,
-                ..QueueDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .expect("the subscriber's queue")
-        .message_count() as usize;
+    let waiting = ready_count(channel, queue).await as usize;
     channel
         .basic_qos(1_000, BasicQosOptions::default())
         .await

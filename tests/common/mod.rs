@@ -232,6 +232,20 @@ pub fn amqp_config(prefix: &str) -> AmqpConfig {
     }
 }
 
+/// Messages in `queue` that are ready for delivery (not those held unacknowledged), as a
+/// passive declare reports them.
+pub async fn ready_count(channel: &lapin::Channel, queue: &str) -> u32 {
+    let passive = lapin::options::QueueDeclareOptions {
+        passive: true,
+        ..Default::default()
+    };
+    channel
+        .queue_declare(queue.into(), passive, Default::default())
+        .await
+        .expect("passive declare")
+        .message_count()
+}
+
 /// The environment that gives a service process `config`'s exchange and queue names (README
 /// "Configuration"), for the suites that start the binary.
 pub fn topology_env(config: &AmqpConfig) -> [(&'static str, String); 5] {
