@@ -6,7 +6,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::common::AMQP_URL;
-use crate::helpers::Harness;
+use crate::helpers::{Harness, TempFile};
 
 /// Ports nothing listens on: bound, then released (all at once, so they differ).
 fn dead_ports(count: usize) -> Vec<u16> {
@@ -49,14 +49,14 @@ async fn with_dead_nodes_listed_first_the_service_connects_to_a_live_one_and_bec
         .map(|port| format!("amqp://guest:guest@127.0.0.1:{port}/%2f"))
         .collect();
     let list = format!("{},{AMQP_URL}", dead.join(","));
-    let log_path = std::env::temp_dir().join(format!("{}.log", h.topology.inbox));
+    let log = TempFile(std::env::temp_dir().join(format!("{}.log", h.topology.inbox)));
     let service = h.start_service(
         &[
             ("AMQP_URL", &list),
             ("RUST_LOG", "info"),
             ("LOG_FORMAT", "json"),
         ],
-        Some(&log_path),
+        Some(&log.0),
     );
     service.wait_ready().await;
     let order = Uuid::new_v4();
@@ -64,8 +64,7 @@ async fn with_dead_nodes_listed_first_the_service_connects_to_a_live_one_and_bec
     h.wait_for_status(order, "PENDING_PAYMENT").await;
     drop(service);
 
-    let text = std::fs::read_to_string(&log_path).expect("the service's log");
-    let _ = std::fs::remove_file(&log_path);
+    let text = std::fs::read_to_string(&log.0).expect("the service's log");
     assert!(
         !text.contains("guest:guest"),
         "a password in the log:\n{text}"

@@ -2,7 +2,7 @@
 //! the end), in-process consumers over the real application, a publisher for inbound events, and
 //! the service's binary started over the same database and topology.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -651,6 +651,15 @@ impl Drop for Harness {
 }
 
 /// The service's binary, started by [`Harness::start_service`]; `kill -9` on drop.
+/// A file in the temporary directory (a service's log), removed with this value, pass or fail.
+pub struct TempFile(pub PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 pub struct ServiceProcess {
     child: Option<Child>,
     pub http_port: u16,

@@ -2,13 +2,11 @@
 //! (and flushing the last ones at shutdown), sending nothing when it is not, and writing
 //! `trace_id`/`span_id` into its JSON logs (README "Tracing").
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 
 use crate::collector::Collector;
 use crate::common::{eventually, http};
-use crate::helpers::{Harness, WAIT};
+use crate::helpers::{Harness, TempFile, WAIT};
 use crate::trace_propagation::{Traceparent, event_traceparent, traceparent};
 
 const CALLER_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
@@ -125,15 +123,6 @@ async fn without_the_endpoint_no_span_is_sent_and_traces_still_propagate() {
         "{:?}",
         collector.received()
     );
-}
-
-/// A file in the temporary directory, removed with this value.
-struct TempFile(PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 #[tokio::test]
