@@ -320,15 +320,14 @@ async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_
         delivered.copies - delivered.distinct
     );
     for (slot, instance) in instances.iter().enumerate() {
+        let mut reconnects = vec![];
+        for component in ["consumer", "relay", "parker"] {
+            let series = format!("amqp_reconnects_total{{component=\"{component}\"}}");
+            reconnects.push(format!("{component} {}", instance.counter(&series).await));
+        }
         println!(
-            "cluster test: instance {slot}: amqp_reconnects_total consumer {} relay {}; \
-             sessions: {}",
-            instance
-                .counter("amqp_reconnects_total{component=\"consumer\"}")
-                .await,
-            instance
-                .counter("amqp_reconnects_total{component=\"relay\"}")
-                .await,
+            "cluster test: instance {slot}: amqp_reconnects_total {}; sessions: {}",
+            reconnects.join(", "),
             instance.connections().join(", ")
         );
     }
