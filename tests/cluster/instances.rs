@@ -11,7 +11,7 @@ use tokio::process::{Child, Command};
 use order_service::config::AmqpConfig;
 
 use crate::common::{http, topology_env};
-use crate::rabbit::free_port;
+use crate::node::free_port;
 
 pub struct Instance {
     pub port: u16,

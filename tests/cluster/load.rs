@@ -5,19 +5,18 @@
 //! place orders and pay them in two halves with Idempotency-Keys, round-robin over the instances
 //! like a load balancer, retrying on failure with the same key like a client; some of their
 //! payments also arrive over AMQP. Every order's expected end is recorded as it is generated.
+//! The publisher itself is `publisher.rs`.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
-use lapin::{BasicProperties, Channel, Connection};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::common::http;
-use order_service::amqp::connect;
+use crate::publisher::Publisher;
 
 /// A publisher's pace: this many new orders every tick.
 const ORDERS_PER_TICK: usize = 2;
@@ -25,23 +24,7 @@ const TICK: Duration = Duration::from_millis(100);
 /// A REST client's pause between two orders.
 const CLIENT_PAUSE: Duration = Duration::from_millis(100);
 /// A client's pause before retrying a failed request.
-const RETRY_PAUSE: Duration = Duration::from_millis(100);
-/// Bound on each step of the publisher (connect, publish, confirm, close): a connection to a
-/// node dying under it may never answer, and the publisher moves on instead.
-const STEP: Duration = Duration::from_secs(10);
-
-/// `step` within [`STEP`], its error or the timeout as text.
-async fn bounded<T, E: std::fmt::Display>(
-    what: &str,
-    step: impl Future<Output = Result<T, E>>,
-) -> Result<T, String> {
-    match tokio::time::timeout(STEP, step).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(format!("{what}: {error}")),
-        Err(_) => Err(format!("{what}: no answer within {STEP:?}")),
-    }
-}
-
+pub const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// How an order is expected to end: its amount, and the ledger rows it must hold (their sum
 /// reaching the amount ⇒ PAID, else PENDING_PAYMENT).
 #[derive(Debug, Clone)]
@@ -81,11 +64,12 @@ pub struct Load {
     exchange: String,
 }
 
+/// An inbound event as published: its id (also the AMQP `message_id`), type and body.
 #[derive(Debug, Clone)]
-struct Message {
-    event_id: String,
-    routing_key: &'static str,
-    body: Vec<u8>,
+pub struct Message {
+    pub event_id: String,
+    pub routing_key: &'static str,
+    pub body: Vec<u8>,
 }
 
 fn message(routing_key: &'static str, data: serde_json::Value) -> Message {
@@ -297,94 +281,5 @@ async fn post(
         }
         tally.retried_requests.fetch_add(1, Ordering::Relaxed);
         tokio::time::sleep(RETRY_PAUSE).await;
-    }
-}
-
-/// A confirming publisher that stays on its node until that node fails it, then moves to the
-/// next and sends the unconfirmed batch again.
-struct Publisher {
-    nodes: Vec<String>,
-    exchange: String,
-    current: usize,
-    session: Option<(Connection, Channel)>,
-}
-
-impl Publisher {
-    fn new(nodes: Vec<String>, exchange: &str) -> Self {
-        Self {
-            nodes,
-            exchange: exchange.to_owned(),
-            current: 0,
-            session: None,
-        }
-    }
-
-    async fn send(&mut self, batch: &[Message], tally: &Tally) {
-        if batch.is_empty() {
-            return;
-        }
-        loop {
-            match self.try_send(batch).await {
-                Ok(()) => {
-                    tally
-                        .published
-                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    return;
-                }
-                Err(_) => {
-                    self.close().await;
-                    self.current = (self.current + 1) % self.nodes.len();
-                    tally.publisher_reconnects.fetch_add(1, Ordering::Relaxed);
-                    tally
-                        .resent
-                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    tokio::time::sleep(RETRY_PAUSE).await;
-                }
-            }
-        }
-    }
-
-    async fn try_send(&mut self, batch: &[Message]) -> Result<(), String> {
-        if self.session.is_none() {
-            let url = &self.nodes[self.current];
-            let connection = bounded("connect", connect(url, "cluster test publisher")).await?;
-            let channel = bounded("channel", connection.create_channel()).await?;
-            bounded(
-                "confirms",
-                channel.confirm_select(ConfirmSelectOptions::default()),
-            )
-            .await?;
-            self.session = Some((connection, channel));
-        }
-        let Some((_, channel)) = &self.session else {
-            return Err("no channel".into());
-        };
-        let mut confirms = vec![];
-        for message in batch {
-            let properties = BasicProperties::default()
-                .with_delivery_mode(2)
-                .with_message_id(message.event_id.as_str().into())
-                .with_content_type("application/json".into());
-            let publish = channel.basic_publish(
-                self.exchange.as_str().into(),
-                message.routing_key.into(),
-                BasicPublishOptions::default(),
-                &message.body,
-                properties,
-            );
-            confirms.push(bounded("publish", publish).await?);
-        }
-        for confirm in confirms {
-            if !bounded("confirm", confirm).await?.is_ack() {
-                return Err("nacked".into());
-            }
-        }
-        Ok(())
-    }
-
-    async fn close(&mut self) {
-        if let Some((connection, _)) = self.session.take() {
-            let _ = bounded("close", connection.close(200, "bye".into())).await;
-        }
     }
 }

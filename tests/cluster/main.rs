@@ -1,13 +1,15 @@
 //! Issue 15: a three-node RabbitMQ cluster survives under load (README "Running at scale").
 //!
-//! The test starts a private three-node cluster of its own (`rabbit.rs`), two real service
-//! instances over one database with the three nodes as their `AMQP_URL` list
-//! (`instances.rs`), and a steady load through both doors (`load.rs`). Meanwhile it kills each
+//! The test starts a private three-node cluster of its own (`rabbit.rs`, each node in
+//! `node.rs`), two real service instances over one database with the three nodes as their
+//! `AMQP_URL` list (`instances.rs`), and a steady load through both doors (`load.rs`, its
+//! publisher in `publisher.rs`). Meanwhile it kills each
 //! node in turn with `kill -9`, restarting it and waiting for it to rejoin before the next, so a
 //! majority always stands. After quiescence (`check.rs`): every order in its expected state, one
 //! ledger row per transfer, contiguous history, every outbox event published at least once, no
 //! queue holding anything, and both instances ready. It prints its figures (run with
-//! `--nocapture`): messages in flight at each kill, time to recover, reconnects per instance.
+//! `--nocapture`, `figures.rs`): messages in flight at each kill, time to recover, reconnects
+//! per instance.
 //!
 //! Needs root (or the rights to run RabbitMQ's scripts) and RabbitMQ installed under
 //! `/usr/lib/rabbitmq`, as on the project's machines; the shared broker is not touched.
@@ -17,8 +19,11 @@
 mod common;
 
 mod check;
+mod figures;
 mod instances;
 mod load;
+mod node;
+mod publisher;
 mod rabbit;
 
 use std::sync::Arc;
@@ -33,6 +38,7 @@ use tokio::task::JoinSet;
 use uuid::Uuid;
 
 use common::{TestDb, amqp_config, eventually};
+use figures::{Kill, Timing};
 use instances::Instance;
 use load::Load;
 use rabbit::{NODE_START, RabbitCluster};
@@ -55,21 +61,6 @@ pub async fn within<T>(what: &str, step: impl Future<Output = T>) -> T {
 
 /// How long the orders may take to settle after the load before the test shows which are late.
 const SLOW: Duration = Duration::from_secs(20);
-
-/// What one node's death did.
-struct Kill {
-    node: String,
-    /// The inbox's messages at the kill: waiting, and delivered but not yet acknowledged.
-    inbox: (u64, u64),
-    outbox_backlog: i64,
-    requests_in_flight: i64,
-    /// From the kill until both instances were ready and an order published through a
-    /// surviving node was applied.
-    recovered: Duration,
-    probe_applied: Duration,
-    /// From the restart until the node ran and every other node listed it again.
-    rejoined: Duration,
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_lost_or_doubled() {
@@ -272,65 +263,24 @@ async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_
     .await;
     let _ = within("close", checker.close(200, "checked".into())).await;
 
-    let tally = &load.tally;
-    assert_eq!(tally.server_errors.load(Ordering::Relaxed), 0, "500s");
+    assert_eq!(load.tally.server_errors.load(Ordering::Relaxed), 0, "500s");
 
-    println!("cluster test: {} queues empty: {queues:?}", queues.len());
-    println!(
-        "cluster test: 3 nodes up and clustered in {:.1}s; load and kills {:.1}s; every order \
-         settled {:.1}s after the load; checked after {:.1}s",
-        cluster_up.as_secs_f64(),
-        (loaded - cluster_up).as_secs_f64(),
-        orders_settled.as_secs_f64(),
-        started.elapsed().as_secs_f64()
-    );
-    for kill in &kills {
-        println!(
-            "cluster test: kill -9 {}: in flight: inbox {} ready + {} unacked, outbox backlog {}, \
-             {} requests; probe applied after {:.2}s, both instances ready after {:.2}s; \
-             restarted and rejoined in {:.1}s",
-            kill.node,
-            kill.inbox.0,
-            kill.inbox.1,
-            kill.outbox_backlog,
-            kill.requests_in_flight,
-            kill.probe_applied.as_secs_f64(),
-            kill.recovered.as_secs_f64(),
-            kill.rejoined.as_secs_f64()
-        );
-    }
-    println!(
-        "cluster test: published {} messages ({} deliberate duplicates, {} resent after a lost \
-         node, {} publisher reconnects); {} REST requests ({} retried)",
-        tally.published.load(Ordering::Relaxed),
-        tally.duplicates.load(Ordering::Relaxed),
-        tally.resent.load(Ordering::Relaxed),
-        tally.publisher_reconnects.load(Ordering::Relaxed),
-        tally.requests.load(Ordering::Relaxed),
-        tally.retried_requests.load(Ordering::Relaxed)
-    );
-    println!(
-        "cluster test: {} orders, {} ledger rows, {} outbox events; {} delivered to the \
-         subscriber ({} distinct: 0 lost, {} published more than once); 0 doubled",
-        stored.orders,
-        stored.transfers,
-        stored.events,
-        delivered.copies,
-        delivered.distinct,
-        delivered.copies - delivered.distinct
-    );
-    for (slot, instance) in instances.iter().enumerate() {
-        let mut reconnects = vec![];
-        for component in ["consumer", "relay", "parker"] {
-            let series = format!("amqp_reconnects_total{{component=\"{component}\"}}");
-            reconnects.push(format!("{component} {}", instance.counter(&series).await));
-        }
-        println!(
-            "cluster test: instance {slot}: amqp_reconnects_total {}; sessions: {}",
-            reconnects.join(", "),
-            instance.connections().join(", ")
-        );
-    }
+    let timing = Timing {
+        cluster_up,
+        load_and_kills: loaded - cluster_up,
+        orders_settled,
+        total: started.elapsed(),
+    };
+    figures::print(
+        &timing,
+        &kills,
+        &load.tally,
+        &stored,
+        &delivered,
+        &instances,
+    )
+    .await;
+    println!("cluster test: every queue empty: {queues:?}");
 
     for instance in &mut instances {
         instance.stop().await;

@@ -4,21 +4,18 @@
 //! the machine's broker is read or touched: not its cookie, configuration, environment file or
 //! data. Only epmd (port 4369) is shared, as it is by design.
 //!
-//! The scripts are run from `/usr/lib/rabbitmq/bin`, not `/usr/sbin`: the latter wrappers switch
-//! to the `rabbitmq` user, whose home holds the machine broker's cookie. Dropping the cluster
-//! kills every node by its pid and removes the directory, pass or fail.
+//! Each node is a `node::Node`; this file starts, clusters, kills and restarts them, and asks
+//! them with the CLI scripts. Dropping the cluster kills every node by its pid and removes the
+//! directory, pass or fail.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 use crate::common::eventually;
-
-const SCRIPTS: &str = "/usr/lib/rabbitmq/bin";
-/// Where [`free_port`] draws the nodes' and instances' ports.
-const LISTEN_PORTS: std::ops::Range<u16> = 20_000..32_000;
+use crate::node::{Node, SCRIPTS, private_env, write_cookie};
 /// Bound on a node starting, or rejoining after a restart.
 pub const NODE_START: Duration = Duration::from_secs(90);
 /// Bound on one CLI command (the scripts' own timeouts do not cover every command).
@@ -27,14 +24,6 @@ const SCRIPT_LIMIT: Duration = Duration::from_secs(90);
 pub struct RabbitCluster {
     dir: PathBuf,
     pub nodes: Vec<Node>,
-}
-
-pub struct Node {
-    pub name: String,
-    pub amqp_port: u16,
-    dist_port: u16,
-    dir: PathBuf,
-    server: Option<Child>,
 }
 
 impl RabbitCluster {
@@ -48,21 +37,12 @@ impl RabbitCluster {
         let home = dir.join("home");
         std::fs::create_dir_all(&home).expect("the cluster's directory");
         write_cookie(&home.join(".erlang.cookie"));
-        let mut cluster = Self { dir, nodes: vec![] };
-        for letter in ["a", "b", "c"].into_iter().take(count) {
-            let node_dir = cluster.dir.join(letter);
-            std::fs::create_dir_all(&node_dir).expect("a node's directory");
-            let amqp_port = free_port();
-            let node = Node {
-                name: format!("os-cluster-{}-{letter}@localhost", std::process::id()),
-                amqp_port,
-                dist_port: free_port(),
-                dir: node_dir,
-                server: None,
-            };
-            node.write_configuration();
-            cluster.nodes.push(node);
-        }
+        let nodes = ["a", "b", "c"]
+            .into_iter()
+            .take(count)
+            .map(|letter| Node::new(&dir, letter))
+            .collect();
+        let mut cluster = Self { dir, nodes };
         for slot in 0..cluster.nodes.len() {
             cluster.launch(slot);
         }
@@ -94,48 +74,14 @@ impl RabbitCluster {
         self.dir.join("home")
     }
 
-    /// Starts (or restarts) the node of `slot`, in the foreground of a process of ours.
     fn launch(&mut self, slot: usize) {
         let home = self.home();
-        let node = &mut self.nodes[slot];
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(node.dir.join("server.out"))
-            .expect("the node's output file");
-        let mut command = Command::new(format!("{SCRIPTS}/rabbitmq-server"));
-        private_env(&mut command, &home, &node.dir);
-        let dir = &node.dir;
-        command
-            .env("RABBITMQ_NODENAME", &node.name)
-            .env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
-            .env("RABBITMQ_NODE_PORT", node.amqp_port.to_string())
-            .env("RABBITMQ_DIST_PORT", node.dist_port.to_string())
-            .env("RABBITMQ_MNESIA_BASE", dir.join("mnesia"))
-            .env("RABBITMQ_LOG_BASE", dir.join("log"))
-            .env("RABBITMQ_CONFIG_FILE", dir.join("rabbitmq.conf"))
-            .env("RABBITMQ_ADVANCED_CONFIG_FILE", dir.join("advanced.config"))
-            .env("RABBITMQ_ENABLED_PLUGINS_FILE", dir.join("enabled_plugins"))
-            .env("RABBITMQ_PID_FILE", dir.join("pid"))
-            .env(
-                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
-                "-kernel inet_dist_use_interface {127,0,0,1}",
-            )
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out.try_clone().expect("output")))
-            .stderr(Stdio::from(out))
-            .kill_on_drop(true);
-        let _ = std::fs::remove_file(dir.join("pid"));
-        node.server = Some(command.spawn().expect("start rabbitmq-server"));
+        self.nodes[slot].launch(&home);
     }
 
-    /// `kill -9` of the node's Erlang VM: no goodbye to its peers or its clients.
+    /// `kill -9` of the node of `slot`.
     pub async fn kill(&mut self, slot: usize) {
-        let node = &mut self.nodes[slot];
-        node.kill_vm();
-        if let Some(mut server) = node.server.take() {
-            let _ = server.wait().await;
-        }
+        self.nodes[slot].kill().await;
     }
 
     /// Restarts a killed node and waits until it is running and clustered again.
@@ -270,10 +216,7 @@ impl RabbitCluster {
     /// The tail of every log (the nodes', and the `*.log` files the test left in the directory),
     /// for a failure report.
     fn logs(&self) -> String {
-        let node_logs = self
-            .nodes
-            .iter()
-            .map(|node| node.dir.join("log").join(format!("{}.log", node.name)));
+        let node_logs = self.nodes.iter().map(Node::log);
         let test_logs = std::fs::read_dir(&self.dir)
             .into_iter()
             .flatten()
@@ -296,102 +239,14 @@ impl RabbitCluster {
     }
 }
 
-impl Node {
-    pub fn amqp_url(&self) -> String {
-        format!("amqp://guest:guest@127.0.0.1:{}/%2f", self.amqp_port)
-    }
-
-    fn write_configuration(&self) {
-        // guest may connect over loopback (the default); no plugin, so no management listener.
-        let conf = format!(
-            "listeners.tcp.default = 127.0.0.1:{}\nlog.file.level = warning\n",
-            self.amqp_port
-        );
-        std::fs::write(self.dir.join("rabbitmq.conf"), conf).expect("rabbitmq.conf");
-        // The delay queues dead-letter at least once: a retry whose trip back to the inbox was
-        // not confirmed (the inbox's leader died meanwhile) is sent again after this timeout,
-        // 180 s by default; README "Running at scale" recommends a shorter one.
-        std::fs::write(
-            self.dir.join("advanced.config"),
-            "[{rabbit, [{dead_letter_worker_publisher_confirm_timeout, 5000}]}].\n",
-        )
-        .expect("advanced.config");
-        std::fs::write(self.dir.join("enabled_plugins"), "[].\n").expect("enabled_plugins");
-        std::fs::write(self.dir.join("rabbitmq-env.conf"), "").expect("rabbitmq-env.conf");
-    }
-
-    /// SIGKILL to the Erlang VM named in the pid file (the script's own process then exits).
-    fn kill_vm(&self) {
-        if let Ok(pid) = std::fs::read_to_string(self.dir.join("pid")) {
-            let pid = pid.trim();
-            if !pid.is_empty() && pid.chars().all(|c| c.is_ascii_digit()) {
-                let _ = std::process::Command::new("kill")
-                    .args(["-9", pid])
-                    .stderr(Stdio::null())
-                    .status();
-            }
-        }
-    }
-}
-
 impl Drop for RabbitCluster {
-    /// Kills every node, pass or fail, and removes the directory (after showing the logs'
-    /// tails if the test failed).
+    /// Kills every node (each node's drop), pass or fail, and removes the directory, after
+    /// showing the logs' tails if the test failed.
     fn drop(&mut self) {
         if std::thread::panicking() {
             eprintln!("{}", self.logs());
         }
-        for node in &mut self.nodes {
-            node.kill_vm();
-            if let Some(mut server) = node.server.take() {
-                let _ = server.start_kill();
-            }
-        }
+        self.nodes.clear();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// The environment of every script: nothing inherited, this cluster's `HOME` (its cookie) and
-/// an environment file of the node's own instead of the machine's.
-fn private_env(command: &mut Command, home: &Path, node_dir: &Path) {
-    command
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin")
-        .env("LANG", "C.UTF-8")
-        .env("HOME", home)
-        .env("RABBITMQ_CONF_ENV_FILE", node_dir.join("rabbitmq-env.conf"));
-}
-
-fn write_cookie(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let cookie: String = (0..20)
-        .map(|_| char::from(b'A' + (getrandom::u32().expect("randomness") % 26) as u8))
-        .collect();
-    std::fs::write(path, cookie).expect("the cookie");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o400)).expect("cookie mode");
-}
-
-/// A port nothing listens on, drawn below the kernel's ephemeral range (32768 and up on Linux):
-/// a port from that range, released for a node to bind later, may meanwhile become the local
-/// end of some outgoing connection on the machine, and the node would fail to start.
-pub fn free_port() -> u16 {
-    loop {
-        let port = LISTEN_PORTS.start
-            + (getrandom::u32().expect("randomness")
-                % u32::from(LISTEN_PORTS.end - LISTEN_PORTS.start)) as u16;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() && taken(port) {
-            return port;
-        }
-    }
-}
-
-/// Takes `port` for this test if no other caller of [`free_port`] in this process has.
-fn taken(port: u16) -> bool {
-    static TAKEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut taken = TAKEN.lock().expect("ports");
-    if taken.contains(&port) {
-        return false;
-    }
-    taken.push(port);
-    true
 }
