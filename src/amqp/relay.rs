@@ -10,6 +10,10 @@
 //! fallback; it prunes old published rows itself. Each row is published in a span under the trace
 //! context stored with it, and carries that span's context as its `traceparent`, so its consumers
 //! continue the trace of its cause (a replay's: the operator's request).
+//!
+//! (Over 300 lines because one relay session is one loop, read best in one place: claim, publish
+//! both kinds of row, await the confirms, mark, prune and report the backlog. Publishing one row
+//! is the part to move out if it grows.)
 
 use std::borrow::Cow;
 use std::collections::HashSet;

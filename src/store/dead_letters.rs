@@ -1,6 +1,9 @@
 //! The `dead_letters` table: one row per distinct dead message, parked by the dead-letter consumer,
 //! read by operators, replayed or discarded by them. Bodies are read as a bounded prefix, never
 //! whole: a listing must not hold the bodies of a hundred huge poison messages.
+//!
+//! (Over 300 lines because it is all the SQL of one table: park, list with its filters, the
+//! summary, show, and the replay and discard writes.)
 
 use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
