@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::process::Command;
 
-use lapin::options::{BasicAckOptions, BasicGetOptions, QueueDeclareOptions};
+use lapin::options::QueueDeclareOptions;
 use lapin::types::{AMQPValue, FieldTable};
 use uuid::Uuid;
 
@@ -20,38 +20,28 @@ use order_service::amqp::{Topology, connect};
 /// Takes every message now in the dead-letter queue: its body and the `reason` of its first
 /// `x-death` entry, which the broker adds when it dead-letters a message itself.
 async fn take_broker_dead_letters(h: &Harness) -> Vec<(Vec<u8>, Option<String>)> {
-    let mut letters = vec![];
-    while let Some(message) = h
-        .channel
-        .basic_get(
-            h.topology.dead_letter_queue.as_str().into(),
-            BasicGetOptions::default(),
-        )
+    h.take_dead_letter_deliveries()
         .await
-        .expect("basic_get")
-    {
-        message
-            .delivery
-            .ack(BasicAckOptions::default())
-            .await
-            .expect("ack");
-        let headers = message.delivery.properties.headers().clone();
-        let reason = headers
-            .as_ref()
-            .and_then(|h| match h.inner().get("x-death") {
-                Some(AMQPValue::FieldArray(deaths)) => deaths.as_slice().first().cloned(),
-                _ => None,
-            })
-            .and_then(|death| match death {
-                AMQPValue::FieldTable(death) => match death.inner().get("reason") {
-                    Some(AMQPValue::LongString(reason)) => Some(reason.to_string()),
+        .into_iter()
+        .map(|delivery| {
+            let reason = delivery
+                .properties
+                .headers()
+                .as_ref()
+                .and_then(|h| match h.inner().get("x-death") {
+                    Some(AMQPValue::FieldArray(deaths)) => deaths.as_slice().first().cloned(),
                     _ => None,
-                },
-                _ => None,
-            });
-        letters.push((message.delivery.data.clone(), reason));
-    }
-    letters
+                })
+                .and_then(|death| match death {
+                    AMQPValue::FieldTable(death) => match death.inner().get("reason") {
+                        Some(AMQPValue::LongString(reason)) => Some(reason.to_string()),
+                        _ => None,
+                    },
+                    _ => None,
+                });
+            (delivery.data, reason)
+        })
+        .collect()
 }
 
 #[tokio::test]

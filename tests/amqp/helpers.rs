@@ -499,9 +499,9 @@ impl Harness {
         crate::common::ready_count(&self.channel, queue).await
     }
 
-    /// Takes every message out of the dead-letter queue.
-    pub async fn take_dead_letters(&self) -> Vec<DeadLetter> {
-        let mut letters = vec![];
+    /// Takes every message out of the dead-letter queue, acknowledged, as it was delivered.
+    pub async fn take_dead_letter_deliveries(&self) -> Vec<lapin::message::Delivery> {
+        let mut deliveries = vec![];
         while let Some(message) = self
             .channel
             .basic_get(
@@ -516,27 +516,34 @@ impl Harness {
                 .ack(BasicAckOptions::default())
                 .await
                 .expect("ack");
-            let headers = message
-                .delivery
-                .properties
-                .headers()
-                .clone()
-                .unwrap_or_default();
-            let reason = match headers.inner().get("x-error-reason") {
-                Some(AMQPValue::LongString(s)) => s.to_string(),
-                other => panic!("dead letter without a reason: {other:?}"),
-            };
-            let properties = &message.delivery.properties;
-            letters.push(DeadLetter {
-                body: message.delivery.data.clone(),
-                reason,
-                message_id: properties.message_id().as_ref().map(|m| m.to_string()),
-                expiration: properties.expiration().as_ref().map(|e| e.to_string()),
-                user_id: properties.user_id().as_ref().map(|u| u.to_string()),
-                headers,
-            });
+            deliveries.push(message.delivery);
         }
-        letters
+        deliveries
+    }
+
+    /// Takes every message out of the dead-letter queue: each one the service dead-lettered,
+    /// with its `x-error-reason`.
+    pub async fn take_dead_letters(&self) -> Vec<DeadLetter> {
+        self.take_dead_letter_deliveries()
+            .await
+            .into_iter()
+            .map(|delivery| {
+                let headers = delivery.properties.headers().clone().unwrap_or_default();
+                let reason = match headers.inner().get("x-error-reason") {
+                    Some(AMQPValue::LongString(s)) => s.to_string(),
+                    other => panic!("dead letter without a reason: {other:?}"),
+                };
+                let properties = &delivery.properties;
+                DeadLetter {
+                    body: delivery.data.clone(),
+                    reason,
+                    message_id: properties.message_id().as_ref().map(|m| m.to_string()),
+                    expiration: properties.expiration().as_ref().map(|e| e.to_string()),
+                    user_id: properties.user_id().as_ref().map(|u| u.to_string()),
+                    headers,
+                }
+            })
+            .collect()
     }
 
     /// Waits until `n` dead letters arrived, and returns them.
