@@ -44,6 +44,31 @@ async fn take_broker_dead_letters(h: &Harness) -> Vec<(Vec<u8>, Option<String>)>
         .collect()
 }
 
+/// Locks `order`'s row in a transaction the caller holds (so its payment can never finish) and
+/// publishes that payment as `event_id`; returns the transaction and the published body.
+async fn lock_order_and_pay(
+    h: &Harness,
+    order: Uuid,
+    event_id: &str,
+) -> (sqlx::Transaction<'static, sqlx::Postgres>, Vec<u8>) {
+    let mut lock = h.db.pool.begin().await.expect("begin");
+    sqlx::query("SELECT 1 FROM orders WHERE id = $1 FOR UPDATE")
+        .bind(order)
+        .execute(&mut *lock)
+        .await
+        .expect("lock the order");
+    let payment = h
+        .publish(
+            event_id,
+            "payment.succeeded",
+            serde_json::json!({
+                "order_id": order, "transfer_id": "t-1", "amount_minor": 1000, "currency": "EUR"
+            }),
+        )
+        .await;
+    (lock, payment)
+}
+
 #[tokio::test]
 async fn a_message_that_never_finishes_is_dead_lettered_by_the_broker_at_the_delivery_limit() {
     let mut config = test_config();
@@ -57,21 +82,7 @@ async fn a_message_that_never_finishes_is_dead_lettered_by_the_broker_at_the_del
     h.wait_for_status(stuck, "PENDING_PAYMENT").await;
 
     // The order row stays locked: its payment can never finish, as if it hung the process.
-    let mut lock = h.db.pool.begin().await.expect("begin");
-    sqlx::query("SELECT 1 FROM orders WHERE id = $1 FOR UPDATE")
-        .bind(stuck)
-        .execute(&mut *lock)
-        .await
-        .expect("lock the order");
-    let payment = h
-        .publish(
-            "stuck-payment",
-            "payment.succeeded",
-            serde_json::json!({
-                "order_id": stuck, "transfer_id": "t-1", "amount_minor": 1000, "currency": "EUR"
-            }),
-        )
-        .await;
+    let (lock, payment) = lock_order_and_pay(&h, stuck, "stuck-payment").await;
 
     // Each cut of the consumer's connection returns the unsettled message to the inbox: one more
     // delivery without a settlement, as a crash would.
@@ -224,21 +235,7 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_parke
 
     // The order row stays locked: its payment can never finish, and each process that takes it
     // is killed while holding it, as if the message crashed it.
-    let mut lock = h.db.pool.begin().await.expect("begin");
-    sqlx::query("SELECT 1 FROM orders WHERE id = $1 FOR UPDATE")
-        .bind(stuck)
-        .execute(&mut *lock)
-        .await
-        .expect("lock the order");
-    let payment = h
-        .publish(
-            "deadly-payment",
-            "payment.succeeded",
-            serde_json::json!({
-                "order_id": stuck, "transfer_id": "t-1", "amount_minor": 1000, "currency": "EUR"
-            }),
-        )
-        .await;
+    let (lock, payment) = lock_order_and_pay(&h, stuck, "deadly-payment").await;
     let dead_letters = &h.topology.dead_letter_queue;
     for kill in 0.. {
         assert!(kill < 12, "not dead-lettered after {kill} kills");
