@@ -61,6 +61,7 @@ impl Service {
                 config.relay.clone(),
                 readiness.register("relay"),
             )
+            .woken_by(app.relay_wakeup())
         });
         let parker = config.amqp.enabled.then(|| {
             Parker::new(

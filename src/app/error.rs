@@ -65,7 +65,6 @@ impl From<StoreError> for AppError {
             // The others carry meaning only where a command expects them; reaching here means
             // one escaped.
             e @ (StoreError::Contended(_)
-            | StoreError::UnknownOrder(_)
             | StoreError::Corrupt { .. }
             | StoreError::Migrate(_)
             | StoreError::Unexpected(_)) => AppError::Unexpected(e),

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use super::runner::run;
 use super::status_change::StatusChange;
 use super::{App, AppError, Outcome};
 use crate::domain::{Cause, DomainError, Order};
@@ -43,7 +42,7 @@ impl App {
         };
         for order_id in overdue {
             let command = StatusChange::new(order_id, None, |order: &Order| order.expire(), trace);
-            match run(&self.pool, &command, &Cause::Timer).await {
+            match self.run(&command, &Cause::Timer).await {
                 Ok(Outcome::Applied(_)) => sweep.expired += 1,
                 Ok(Outcome::AlreadyApplied(_) | Outcome::Replayed(_))
                 | Err(AppError::Refused {

@@ -1,16 +1,12 @@
 //! Placing an order: the order row, its first history row and `order.created`, or the order that
 //! already holds the id (a replay with the same content, a conflict with other content).
 
-use chrono::Utc;
-use sqlx::PgConnection;
-
-use super::events::{write_events, write_history};
-use super::keys::keyed_order;
-use super::runner::{Attempt, Command, Transition, Written, run};
+use super::order_command::{Decided, OrderChange, OrderCommand};
 use super::{App, AppError, Outcome};
-use crate::domain::{Cause, Decision, EventType, NewOrder, Order, TransitionKind};
-use crate::store::keys::KeyHolder;
-use crate::store::{Inserted, orders};
+use crate::domain::{
+    Cause, Decision, EventType, NewOrder, Order, OrderId, TransferId, TransitionKind,
+};
+use crate::store::order_changes::Snapshot;
 use crate::telemetry::TraceContext;
 
 impl App {
@@ -23,55 +19,45 @@ impl App {
         cause: &Cause,
         trace: &TraceContext,
     ) -> Result<Outcome<Order>, AppError> {
-        run(&self.pool, &Place { new, trace }, cause).await
+        self.run(&Place { new, trace }, cause).await
     }
 }
 
-struct Place<'a> {
-    new: NewOrder,
-    trace: &'a TraceContext,
+/// Placing `new`; its first event carries `trace`.
+pub(super) struct Place<'a> {
+    pub(super) new: NewOrder,
+    pub(super) trace: &'a TraceContext,
 }
 
-impl Command for Place<'_> {
+impl OrderCommand for Place<'_> {
     type Output = Order;
 
-    async fn attempt(
-        &self,
-        conn: &mut PgConnection,
-        cause: &Cause,
-    ) -> Result<Attempt<Order>, AppError> {
-        let Place { new, trace } = self;
-        if let Some(existing) = orders::find(conn, new.id).await? {
-            return match new.decide_against(&existing) {
-                Ok(Decision::AlreadyApplied) => Ok(Attempt::AlreadyApplied(existing)),
-                Ok(Decision::Apply(_)) => Err(AppError::Invariant(
-                    "placing an existing order cannot apply",
-                )),
-                Err(reason) => Err(AppError::refused(
-                    reason,
-                    Some((existing.status, existing.version)),
-                )),
-            };
-        }
-        // Taken: a concurrent placement of the same id committed while this one waited.
-        let Inserted::New(order) =
-            orders::insert(conn, &new.clone().into_order(Utc::now())).await?
-        else {
-            return Ok(Attempt::Lost);
-        };
-        let transition = Transition {
-            kind: TransitionKind::Created,
-            from: None,
-            to: order.status,
-        };
-        let Inserted::New(()) = write_history(conn, &transition, &order, None, cause).await? else {
-            return Ok(Attempt::Lost);
-        };
-        write_events(conn, &[EventType::OrderCreated], &order, trace).await?;
-        Ok(Attempt::Applied(order, Written::Order(transition)))
+    fn reads(&self) -> (OrderId, Option<&TransferId>) {
+        (self.new.id, None)
     }
 
-    async fn replay(&self, conn: &mut PgConnection, prior: &KeyHolder) -> Result<Order, AppError> {
-        keyed_order(conn, prior).await
+    fn decide(&self, found: Snapshot) -> Result<Decided<'_, Order>, AppError> {
+        let Some(existing) = found.order else {
+            // Written only if the id is still free: a placement that took it meanwhile makes
+            // this attempt lose, and the next one finds that order.
+            return Ok(Decided::Write(Box::new(OrderChange {
+                expected: None,
+                kind: TransitionKind::Created,
+                next: self.new.clone().into_order(found.read_at),
+                events: vec![EventType::OrderCreated],
+                transfer: None,
+                trace: self.trace,
+            })));
+        };
+        match self.new.decide_against(&existing) {
+            Ok(Decision::AlreadyApplied) => Ok(Decided::AlreadyApplied(existing)),
+            Ok(Decision::Apply(_)) => Err(AppError::Invariant(
+                "placing an existing order cannot apply",
+            )),
+            Err(reason) => Err(AppError::refused(
+                reason,
+                Some((existing.status, existing.version)),
+            )),
+        }
     }
 }

@@ -1,50 +1,68 @@
-//! The one way a command runs. [`run`] owns the transaction around it: begin; replay the change
-//! the request's Idempotency-Key already made, if any; otherwise let the command read, decide and
-//! write with guarded statements; commit, or roll back and try again when a guard lost a race.
-//! The outcome metrics are counted here, once, for both doors.
+//! The one way a command runs. [`App::run`] repeats [`step`] until it settles: read (one
+//! statement: the command's state and the request that holds its Idempotency-Key); replay that
+//! request's change if there is one; otherwise let the domain decide and write the change with one
+//! guarded statement. A guard that lost a race wrote nothing, and the next step re-reads.
+//!
+//! No transaction is opened: each statement is atomic, and the version guard makes the write
+//! valid only against the state it was decided on, however long ago that was read (README "How
+//! each idempotency case is resolved"). [`step`] is therefore as good inside a transaction the
+//! caller holds (under a savepoint, say) as in autocommit; it never begins or ends one. The outcome
+//! metrics and the relay's wake-up are counted here, once, for both doors.
 
 use std::future::Future;
 
-use sqlx::{Connection, PgConnection, PgPool};
+use sqlx::PgConnection;
 
 use super::keys::prior_change;
-use super::{AppError, Outcome};
+use super::{App, AppError, Outcome};
 use crate::domain::{Cause, DeadLetterAction, OrderStatus, TransitionKind};
-use crate::store::keys::KeyHolder;
-use crate::store::outbox;
+use crate::store::keys::{KeyHolder, Keyed};
 
 /// How many times a command re-reads and decides again after losing a race. Each lost race means
 /// another writer committed, so the loop always makes progress; the bound only guards against a
 /// pathological storm on one order.
 const MAX_ATTEMPTS: usize = 200;
 
-/// A command of the application layer: what [`run`] attempts inside its transaction.
+/// A command of the application layer: what [`step`] reads, decides and writes.
 pub(super) trait Command: Sync {
     type Output: Send;
+    /// What the command decides on.
+    type State: Send;
 
-    /// One attempt: read, let the domain decide, write with guarded statements.
+    /// The read: the state, and the committed request holding the key `cause` carries (if any),
+    /// in one statement, so the two agree.
+    fn read(
+        &self,
+        conn: &mut PgConnection,
+        cause: &Cause,
+    ) -> impl Future<Output = Result<(Option<Keyed>, Self::State), AppError>> + Send;
+
+    /// Let the domain decide on `state`, and write the change with one guarded statement.
     fn attempt(
         &self,
         conn: &mut PgConnection,
         cause: &Cause,
+        state: Self::State,
     ) -> impl Future<Output = Result<Attempt<Self::Output>, AppError>> + Send;
 
     /// The current state of what `prior` (the change or action this request's key already made)
-    /// touched.
+    /// touched; `state` is what the read found for it.
     fn replay(
         &self,
         conn: &mut PgConnection,
         prior: &KeyHolder,
+        state: Self::State,
     ) -> impl Future<Output = Result<Self::Output, AppError>> + Send;
 }
 
 /// How one attempt ended.
 pub(super) enum Attempt<T> {
-    /// This attempt wrote the change: commit.
+    /// This attempt wrote the change.
     Applied(T, Written),
     /// The effect already exists: nothing was written.
     AlreadyApplied(T),
-    /// A guard found that another writer got there first: roll back, re-read, decide again.
+    /// A guard found that another writer got there first: nothing was written; re-read, decide
+    /// again.
     Lost,
 }
 
@@ -67,86 +85,86 @@ pub(super) struct Transition {
     pub to: OrderStatus,
 }
 
-/// How one attempt ended, as the runner acts on it.
-enum Step<T> {
-    /// The command wrote a change: commit, count it, wake the outbox relays.
+/// How one step ended, as the runner (or a batch, `batch.rs`) acts on it.
+pub(super) enum Step<T> {
+    /// The command wrote a change: count it, wake the outbox relays (once it is committed).
     Applied(T, Written),
-    /// Nothing was written (the effect already existed, or the request's key replays it):
-    /// commit the read-only transaction and answer.
+    /// Nothing was written (the effect already existed, or the request's key replays it).
     Unchanged(Outcome<T>),
-    /// A guard lost a race: roll back and try again.
+    /// A guard lost a race: nothing was written; step again.
     Lost,
 }
 
-/// Runs `command` until it commits or fails for a reason of its own.
-pub(super) async fn run<C: Command>(
-    pool: &PgPool,
-    command: &C,
-    cause: &Cause,
-) -> Result<Outcome<C::Output>, AppError> {
-    let mut connection = pool.acquire().await?;
-    for _ in 0..MAX_ATTEMPTS {
-        let mut tx = connection.begin().await?;
-        let step = match step(&mut tx, command, cause).await {
-            Ok(step) => step,
-            Err(error) => {
-                count_refusal(&error, cause);
-                return Err(error);
-            }
-        };
-        match step {
-            Step::Lost => {
-                tx.rollback().await?;
-                metrics::counter!("order_write_conflicts_total").increment(1);
-            }
-            Step::Applied(value, written) => {
-                tx.commit().await?;
-                count_change(&written, cause);
-                // Committed already: a lost wake-up only delays publishing until the relay's
-                // next poll, so it must not fail the command.
-                if let Err(error) = outbox::announce(&mut connection).await {
-                    tracing::debug!(%error, "could not wake the outbox relay");
+impl App {
+    /// Runs `command` until it settles or fails for a reason of its own.
+    pub(super) async fn run<C: Command>(
+        &self,
+        command: &C,
+        cause: &Cause,
+    ) -> Result<Outcome<C::Output>, AppError> {
+        let mut connection = self.pool.acquire().await?;
+        for _ in 0..MAX_ATTEMPTS {
+            let stepped = step(&mut connection, command, cause).await;
+            if let Some(settled) = self.conclude(stepped, cause) {
+                // The command line's process exits next: its wake-up of the relays must not be
+                // left to a background task.
+                if let (Cause::Cli { .. }, Ok(Outcome::Applied(_))) = (cause, &settled) {
+                    self.wakeup.now().await;
                 }
-                return Ok(Outcome::Applied(value));
+                return settled;
             }
-            Step::Unchanged(outcome) => {
-                tx.commit().await?;
+        }
+        Err(AppError::Busy)
+    }
+
+    /// What a step ended with, once what it wrote is committed (at once, in autocommit): counted,
+    /// and the relays woken after a change. `None`: it lost a race; step again.
+    pub(super) fn conclude<T>(
+        &self,
+        stepped: Result<Step<T>, AppError>,
+        cause: &Cause,
+    ) -> Option<Result<Outcome<T>, AppError>> {
+        match stepped {
+            Ok(Step::Lost) => {
+                metrics::counter!("order_write_conflicts_total").increment(1);
+                None
+            }
+            Ok(Step::Applied(value, written)) => {
+                count_change(&written, cause);
+                self.wakeup.events_committed();
+                Some(Ok(Outcome::Applied(value)))
+            }
+            Ok(Step::Unchanged(outcome)) => {
                 if let Outcome::Replayed(_) = outcome {
                     metrics::counter!("idempotent_replays_total").increment(1);
                 }
-                return Ok(outcome);
+                Some(Ok(outcome))
+            }
+            Err(error) => {
+                count_refusal(&error, cause);
+                Some(Err(error))
             }
         }
     }
-    Err(AppError::Busy)
 }
 
-/// One attempt in `conn`'s transaction.
-async fn step<C: Command>(
+/// One read, decision and (guarded) write of `command`, on `conn` as it is: in autocommit, or in
+/// a transaction the caller holds. It begins and ends no transaction, and counts nothing.
+pub(super) async fn step<C: Command>(
     conn: &mut PgConnection,
     command: &C,
     cause: &Cause,
 ) -> Result<Step<C::Output>, AppError> {
-    if let Some(prior) = prior_change(conn, cause).await? {
-        let value = command.replay(conn, &prior).await?;
+    let (key, state) = command.read(conn, cause).await?;
+    if let Some(prior) = prior_change(key, cause)? {
+        let value = command.replay(conn, &prior, state).await?;
         return Ok(Step::Unchanged(Outcome::Replayed(value)));
     }
-    let attempt = command.attempt(conn, cause).await;
-    // An attempt that wrote nothing may have waited for a concurrent twin carrying this
-    // request's key (its ledger insert or row lock did): now that the twin committed, its key
-    // decides — a replay, or a key reused for another request.
-    let unwritten = match attempt {
-        Ok(Attempt::Applied(value, written)) => return Ok(Step::Applied(value, written)),
-        Ok(Attempt::Lost) => return Ok(Step::Lost),
-        Ok(Attempt::AlreadyApplied(value)) => Ok(value),
-        Err(error @ (AppError::Refused { .. } | AppError::NotParked { .. })) => Err(error),
-        Err(error) => return Err(error),
-    };
-    if let Some(prior) = prior_change(conn, cause).await? {
-        let value = command.replay(conn, &prior).await?;
-        return Ok(Step::Unchanged(Outcome::Replayed(value)));
-    }
-    unwritten.map(|value| Step::Unchanged(Outcome::AlreadyApplied(value)))
+    Ok(match command.attempt(conn, cause, state).await? {
+        Attempt::Applied(value, written) => Step::Applied(value, written),
+        Attempt::AlreadyApplied(value) => Step::Unchanged(Outcome::AlreadyApplied(value)),
+        Attempt::Lost => Step::Lost,
+    })
 }
 
 /// Counts a command the domain refused, by reason and by the door it came through.

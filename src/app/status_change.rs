@@ -1,15 +1,12 @@
-//! Shipping and cancelling: status changes decided by the domain, written with a guarded update,
-//! optionally conditional on the version the client last saw (`If-Match`).
+//! Shipping, cancelling and expiring: status changes decided by the domain, written with a
+//! guarded update, optionally conditional on the version the client last saw (`If-Match`).
 
-use sqlx::PgConnection;
-
-use super::events::write_change;
-use super::keys::keyed_order;
-use super::runner::{Attempt, Command, run};
+use super::order_command::{Decided, OrderChange, OrderCommand};
 use super::{App, AppError, Outcome};
-use crate::domain::{BoundedText, Cause, Decision, DomainError, Order, OrderId, Shipment, Version};
-use crate::store::keys::KeyHolder;
-use crate::store::orders;
+use crate::domain::{
+    BoundedText, Cause, Decision, DomainError, Order, OrderId, Shipment, TransferId, Version,
+};
+use crate::store::order_changes::Snapshot;
 use crate::telemetry::TraceContext;
 
 impl App {
@@ -21,13 +18,8 @@ impl App {
         cause: &Cause,
         trace: &TraceContext,
     ) -> Result<Outcome<Order>, AppError> {
-        let decide = |order: &Order| order.ship(shipment);
-        run(
-            &self.pool,
-            &StatusChange::new(order_id, if_match, decide, trace),
-            cause,
-        )
-        .await
+        self.run(&shipping(order_id, shipment, if_match, trace), cause)
+            .await
     }
 
     pub async fn cancel(
@@ -38,14 +30,35 @@ impl App {
         cause: &Cause,
         trace: &TraceContext,
     ) -> Result<Outcome<Order>, AppError> {
-        let decide = |order: &Order| order.cancel(reason);
-        run(
-            &self.pool,
-            &StatusChange::new(order_id, if_match, decide, trace),
-            cause,
-        )
-        .await
+        self.run(&cancelling(order_id, reason, if_match, trace), cause)
+            .await
     }
+}
+
+/// How a status change decides, from the order as read.
+pub(super) type Decide<'a> =
+    Box<dyn Fn(&Order) -> Result<Decision, DomainError> + Send + Sync + 'a>;
+
+/// Shipping `order_id` with `shipment`.
+pub(super) fn shipping<'a>(
+    order_id: OrderId,
+    shipment: &'a Shipment,
+    if_match: Option<Version>,
+    trace: &'a TraceContext,
+) -> StatusChange<'a, Decide<'a>> {
+    let decide = Box::new(move |order: &Order| order.ship(shipment));
+    StatusChange::new(order_id, if_match, decide, trace)
+}
+
+/// Cancelling `order_id` for `reason`.
+pub(super) fn cancelling<'a>(
+    order_id: OrderId,
+    reason: &'a BoundedText,
+    if_match: Option<Version>,
+    trace: &'a TraceContext,
+) -> StatusChange<'a, Decide<'a>> {
+    let decide = Box::new(move |order: &Order| order.cancel(reason));
+    StatusChange::new(order_id, if_match, decide, trace)
 }
 
 /// A change of one order's status that the domain decides from the order as read; its events
@@ -73,43 +86,34 @@ impl<'a, F> StatusChange<'a, F> {
     }
 }
 
-impl<F> Command for StatusChange<'_, F>
+impl<F> OrderCommand for StatusChange<'_, F>
 where
     F: Fn(&Order) -> Result<Decision, DomainError> + Sync,
 {
     type Output = Order;
 
-    async fn attempt(
-        &self,
-        conn: &mut PgConnection,
-        cause: &Cause,
-    ) -> Result<Attempt<Order>, AppError> {
-        let order = orders::find(conn, self.order_id)
-            .await?
-            .ok_or(AppError::NotFound(self.order_id))?;
-        let stale = self.if_match.filter(|expected| *expected != order.version);
-        let change = match ((self.decide)(&order), stale) {
-            // A change already made is reported as such even to a stale If-Match
-            // (RFC 9110 §13.1.1): what the client asked for holds.
-            (Ok(Decision::AlreadyApplied), _) => return Ok(Attempt::AlreadyApplied(order)),
-            (_, Some(expected)) => {
-                return Err(AppError::PreconditionFailed {
-                    expected,
-                    current_version: order.version,
-                });
-            }
-            (Ok(Decision::Apply(change)), None) => change,
-            (Err(reason), None) => {
-                return Err(AppError::refused(
-                    reason,
-                    Some((order.status, order.version)),
-                ));
-            }
-        };
-        write_change(conn, &change, None, cause, self.trace, |order| order).await
+    fn reads(&self) -> (OrderId, Option<&TransferId>) {
+        (self.order_id, None)
     }
 
-    async fn replay(&self, conn: &mut PgConnection, prior: &KeyHolder) -> Result<Order, AppError> {
-        keyed_order(conn, prior).await
+    fn decide(&self, found: Snapshot) -> Result<Decided<'_, Order>, AppError> {
+        let order = found.order.ok_or(AppError::NotFound(self.order_id))?;
+        let stale = self.if_match.filter(|expected| *expected != order.version);
+        match ((self.decide)(&order), stale) {
+            // A change already made is reported as such even to a stale If-Match
+            // (RFC 9110 §13.1.1): what the client asked for holds.
+            (Ok(Decision::AlreadyApplied), _) => Ok(Decided::AlreadyApplied(order)),
+            (_, Some(expected)) => Err(AppError::PreconditionFailed {
+                expected,
+                current_version: order.version,
+            }),
+            (Ok(Decision::Apply(change)), None) => Ok(Decided::Write(Box::new(OrderChange::of(
+                *change, self.trace,
+            )))),
+            (Err(reason), None) => Err(AppError::refused(
+                reason,
+                Some((order.status, order.version)),
+            )),
+        }
     }
 }

@@ -15,7 +15,8 @@ use crate::app::dead_letters::views::{BulkReplayView, DeadLetterList, DeadLetter
 use crate::app::dead_letters::{DeadLetterFilter, DeadLetterPageRequest};
 use crate::config::Config;
 use crate::domain::{
-    Cause, DeadLetterId, DeadLetterStatus, IdempotencyKey, reason_filter, type_filter,
+    Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, IdempotencyKey, reason_filter,
+    type_filter,
 };
 use crate::http::{cursor, fingerprint};
 use crate::store;
@@ -152,10 +153,8 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
         } => {
             let key = key(idempotency_key.as_deref())?;
             if let [id] = ids.as_slice() {
-                let cause = cause(key, &format!("/v1/dead-letters/{id}/replay"), &json!({}));
-                let outcome = app.replay_dead_letter(*id, &cause, &trace).await?;
-                print!("{}", acted("replayed", &outcome, json)?);
-                return Ok(());
+                let action = DeadLetterAction::Replay;
+                return act_on_one(&app, *id, action, key, &trace, json).await;
             }
             if ids.is_empty() && reason.is_none() && event_type.is_none() && !all {
                 anyhow::bail!("name dead letters to replay: ids, --reason, --type, or --all");
@@ -199,11 +198,25 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
             idempotency_key,
         } => {
             let key = key(idempotency_key.as_deref())?;
-            let cause = cause(key, &format!("/v1/dead-letters/{id}/discard"), &json!({}));
-            let outcome = app.discard_dead_letter(id, &cause, &trace).await?;
-            print!("{}", acted("discarded", &outcome, json)?);
+            act_on_one(&app, id, DeadLetterAction::Discard, key, &trace, json).await?;
         }
     }
+    Ok(())
+}
+
+/// Replays or discards one dead letter, as `POST /v1/dead-letters/{id}/{action}` would.
+async fn act_on_one(
+    app: &App,
+    id: DeadLetterId,
+    action: DeadLetterAction,
+    key: IdempotencyKey,
+    trace: &TraceContext,
+    json: bool,
+) -> anyhow::Result<()> {
+    let path = format!("/v1/dead-letters/{id}/{action}");
+    let cause = cause(key, &path, &json!({}));
+    let outcome = app.act_on_dead_letter(id, action, &cause, trace).await?;
+    print!("{}", acted(action.status().as_ref(), &outcome, json)?);
     Ok(())
 }
 

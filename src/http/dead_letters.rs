@@ -9,15 +9,15 @@ use axum::response::Response;
 use super::cursor;
 use super::dead_letter_requests::{ActionRequest, BulkReplayRequest, DeadLetterListParams};
 use super::extract::{Caller, DeadLetterPath, ListQuery, Mutation};
-use super::openapi_parts::{CommandHeaders, DeadLetterActionProblems, DeadLetterIdPath};
+use super::openapi_parts::{CommandHeaders, CommandProblems, DeadLetterActed, DeadLetterIdPath};
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
-use crate::app::Outcome;
+use crate::app::dead_letters::DeadLetterPageRequest;
 use crate::app::dead_letters::views::{
     BulkReplayView, DeadLetterList, DeadLetterSummaryView, DeadLetterView,
 };
-use crate::app::dead_letters::{DeadLetterDetails, DeadLetterPageRequest};
+use crate::domain::DeadLetterAction;
 
 /// List dead letters, newest first (by when they were last dead-lettered).
 ///
@@ -100,24 +100,15 @@ pub async fn get_dead_letter(
     tag = "dead-letters",
     params(DeadLetterIdPath, CommandHeaders),
     request_body = ActionRequest,
-    responses(
-        (status = 200, description = "Replayed (or replayed before under this key: see `Idempotent-Replayed`)", body = DeadLetterView,
-            headers(("Idempotent-Replayed" = String, description = "`true` when nothing new was done"))),
-        (status = 409, description = "Not parked (already replayed or discarded), or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
-        DeadLetterActionProblems,
-    )
+    responses(DeadLetterActed, CommandProblems)
 )]
 pub async fn replay_dead_letter(
-    State(state): State<ApiState>,
+    state: State<ApiState>,
     caller: Caller,
-    DeadLetterPath(id): DeadLetterPath,
+    path: DeadLetterPath,
     request: Mutation<ActionRequest>,
 ) -> Result<Response, Problem> {
-    let outcome = state
-        .app
-        .replay_dead_letter(id, &request.cause(caller), &request.trace)
-        .await?;
-    Ok(acted(&outcome))
+    act(state, caller, path, request, DeadLetterAction::Replay).await
 }
 
 /// Discard a parked dead letter.
@@ -130,33 +121,36 @@ pub async fn replay_dead_letter(
     tag = "dead-letters",
     params(DeadLetterIdPath, CommandHeaders),
     request_body = ActionRequest,
-    responses(
-        (status = 200, description = "Discarded (or discarded before under this key: see `Idempotent-Replayed`)", body = DeadLetterView,
-            headers(("Idempotent-Replayed" = String, description = "`true` when nothing new was done"))),
-        (status = 409, description = "Not parked (already replayed or discarded), or a request with this key is in flight", body = Problem, content_type = "application/problem+json"),
-        DeadLetterActionProblems,
-    )
+    responses(DeadLetterActed, CommandProblems)
 )]
 pub async fn discard_dead_letter(
+    state: State<ApiState>,
+    caller: Caller,
+    path: DeadLetterPath,
+    request: Mutation<ActionRequest>,
+) -> Result<Response, Problem> {
+    act(state, caller, path, request, DeadLetterAction::Discard).await
+}
+
+/// Takes `action` on one dead letter: 200 with it as it is now, the same for an action taken now
+/// or replayed under the request's key.
+async fn act(
     State(state): State<ApiState>,
     caller: Caller,
     DeadLetterPath(id): DeadLetterPath,
     request: Mutation<ActionRequest>,
+    action: DeadLetterAction,
 ) -> Result<Response, Problem> {
+    let cause = request.cause(caller);
     let outcome = state
         .app
-        .discard_dead_letter(id, &request.cause(caller), &request.trace)
+        .act_on_dead_letter(id, action, &cause, &request.trace)
         .await?;
-    Ok(acted(&outcome))
-}
-
-/// 200 with the dead letter as it is now, the same for an action taken now or replayed.
-fn acted(outcome: &Outcome<DeadLetterDetails>) -> Response {
-    respond::outcome(
+    Ok(respond::outcome(
         StatusCode::OK,
-        outcome,
+        &outcome,
         DeadLetterView::from(outcome.value()),
-    )
+    ))
 }
 
 /// Replay every parked dead letter that matches.
@@ -177,6 +171,7 @@ fn acted(outcome: &Outcome<DeadLetterDetails>) -> Response {
         (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid or unknown field, more than 1000 ids, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn replay_dead_letters(

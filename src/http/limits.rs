@@ -93,17 +93,19 @@ pub(super) async fn read_body(
         .await
 }
 
-/// Answers 503 when the request is not done within the limit. The handler's future is dropped,
-/// which rolls back an uncommitted transaction; a change that did commit is found again by a
-/// retry with the same Idempotency-Key, which replays it.
+/// Answers 503 when the request is not done within the limit. The handler's future is dropped, and
+/// a write still under way at the server refuses to take effect past the limit (`app::within`), so
+/// nothing is left behind; a change that did commit in time is found again by a retry with the
+/// same Idempotency-Key, which replays it.
 pub(super) async fn time_limit(
     State(limit): State<Duration>,
     request: Request,
     next: Next,
 ) -> Response {
-    match tokio::time::timeout(limit, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => {
+    // The application's writes refuse to take effect past the limit (`app::within`).
+    match crate::app::within(limit, next.run(request)).await {
+        Some(response) => response,
+        None => {
             tracing::warn!(?limit, "request timed out");
             metrics::counter!("http_requests_timed_out_total").increment(1);
             Problem::new(

@@ -9,6 +9,7 @@
 use utoipa::{IntoParams, IntoResponses};
 
 use super::problem::Problem;
+use crate::app::dead_letters::views::DeadLetterView;
 use crate::app::views::OrderView;
 
 /// The order in the path.
@@ -45,15 +46,15 @@ pub struct IfMatchHeader {
     if_match: Option<String>,
 }
 
-/// The problem responses that every command on an existing order documents alike; each
-/// endpoint adds its own success, 409 (and 412) responses.
+/// The problem responses that every command on an existing order or dead letter documents alike;
+/// each endpoint adds its own success, 409 (and 412) responses.
 #[derive(IntoResponses)]
 pub enum CommandProblems {
-    /// Missing or malformed Idempotency-Key (or If-Match), malformed JSON, or an order id that is
-    /// not a UUID
+    /// Missing or malformed Idempotency-Key (or If-Match), malformed JSON, or an id in the path
+    /// that is not a UUID
     #[response(status = 400, content_type = "application/problem+json")]
     BadRequest(Problem),
-    /// Unknown order
+    /// Unknown order (or dead letter)
     #[response(status = 404, content_type = "application/problem+json")]
     NotFound(Problem),
     /// Body over 64 KiB
@@ -99,22 +100,17 @@ pub enum StatusChangeResponses {
     Stale(Problem),
 }
 
-/// The problem responses an action on one dead letter documents besides its 409.
+/// The answers of an action on one dead letter besides the [`CommandProblems`].
 #[derive(IntoResponses)]
-pub enum DeadLetterActionProblems {
-    /// Missing or malformed Idempotency-Key, malformed JSON, or an id that is not a UUID
-    #[response(status = 400, content_type = "application/problem+json")]
-    BadRequest(Problem),
-    /// Unknown dead letter
-    #[response(status = 404, content_type = "application/problem+json")]
-    NotFound(Problem),
-    /// Body over 64 KiB
-    #[response(status = 413, content_type = "application/problem+json")]
-    TooLarge(Problem),
-    /// Body is not JSON
-    #[response(status = 415, content_type = "application/problem+json")]
-    NotJson(Problem),
-    /// A field in the body (it must be `{}`), or the key was used for another request
-    #[response(status = 422, content_type = "application/problem+json")]
-    Invalid(Problem),
+pub enum DeadLetterActed {
+    /// The dead letter after the action (or acted on before under this key: see
+    /// `Idempotent-Replayed`)
+    #[response(
+        status = 200,
+        headers(("Idempotent-Replayed" = String, description = "`true` when nothing new was done"))
+    )]
+    Acted(DeadLetterView),
+    /// Not parked (already replayed or discarded), or a request with this key is in flight
+    #[response(status = 409, content_type = "application/problem+json")]
+    NotParked(Problem),
 }

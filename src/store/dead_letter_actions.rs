@@ -1,38 +1,137 @@
 //! The `dead_letter_actions` table: one row per replay or discard — who, when, which dead letters —
 //! carrying the request's Idempotency-Key and fingerprint under `UNIQUE (client_id,
 //! idempotency_key)`, as an order request's history row does (see `keys`).
+//!
+//! An action is a command of two statements, each atomic, like an order's (`order_changes`):
+//! [`read`] finds the request holding the key and the dead letter's status in one snapshot;
+//! [`act`] settles the parked dead letters, records the action and, for a replay, copies them into
+//! the outbox, all in one data-modifying statement — the action row and the outbox rows are taken
+//! `FROM` the settled rows, so what was not settled is neither recorded nor sent.
+
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
 
-use super::{Inserted, StoreError, keyed_insert};
-use crate::domain::{DeadLetterAction, DeadLetterId, KeyScope, Source};
+use super::dead_letters::DeadLetterFilter;
+use super::keys::{Keyed, KeyedRow, bound, keyed_cte};
+use super::{Guarded, StoreError, in_time};
+use crate::domain::{DeadLetterAction, DeadLetterId, DeadLetterStatus, KeyScope, Source};
+use crate::telemetry::TraceContext;
 
-/// Records an action. [`Inserted::Taken`]: another request holds this key (the insert waits, up to
-/// `lock_timeout`, while that one is uncommitted); the transaction is spoilt, so the caller rolls
-/// back and decides again.
-pub async fn insert(
+/// The request holding `scope`'s key, and the status of dead letter `id` (if one is named and
+/// exists), read in one statement.
+pub async fn read(
+    conn: &mut PgConnection,
+    scope: KeyScope<'_>,
+    id: Option<DeadLetterId>,
+) -> Result<(Option<Keyed>, Option<DeadLetterStatus>), StoreError> {
+    let (client, key) = bound(Some(scope));
+    let row = sqlx::query(concat!(
+        "WITH ",
+        keyed_cte!(),
+        " SELECT keyed.*, dead_letters.status AS dead_letter_status \
+         FROM (SELECT) AS one LEFT JOIN keyed ON true \
+         LEFT JOIN dead_letters ON dead_letters.id = $3"
+    ))
+    .bind(client)
+    .bind(key)
+    .bind(id.map(|id| id.as_uuid()))
+    .fetch_one(conn)
+    .await?;
+    let status: Option<String> = sqlx::Row::try_get(&row, "dead_letter_status")?;
+    Ok((
+        KeyedRow::from_row(&row)?.into_keyed()?,
+        status
+            .map(|s| s.parse())
+            .transpose()
+            .map_err(StoreError::corrupt("status"))?,
+    ))
+}
+
+/// The parked dead letters an action takes: the oldest `limit` that `filter` matches (its status
+/// aside) — all of them, or none when fewer than `at_least` are parked.
+pub struct Targets<'a> {
+    pub filter: &'a DeadLetterFilter,
+    pub limit: i64,
+    pub at_least: i64,
+}
+
+/// Where a replay sends its messages, and the trace they continue.
+pub struct ReplayTo<'a> {
+    pub exchange: &'a str,
+    pub trace: &'a TraceContext,
+}
+
+/// Takes `action` on `targets` under `scope`'s key, with one statement: settles them, records the
+/// action and, for a replay, writes their outbox rows to `replay_to`, oldest first; it takes effect
+/// only `within` the time its caller has left, as an order's change does. Returns the
+/// dead letters taken; [`Guarded::Lost`] when fewer than `at_least` were still parked, or when
+/// another request holds the key: nothing was written.
+pub async fn act(
     conn: &mut PgConnection,
     action: DeadLetterAction,
-    ids: &[DeadLetterId],
+    targets: &Targets<'_>,
     source: Source,
     scope: KeyScope<'_>,
-) -> Result<Inserted<()>, StoreError> {
-    let ids: Vec<Uuid> = ids.iter().map(DeadLetterId::as_uuid).collect();
-    let written = sqlx::query(
-        "INSERT INTO dead_letter_actions (action, dead_letter_ids, cause_source, client_id, \
-         idempotency_key, request_fingerprint) VALUES ($1, $2, $3, $4, $5, $6)",
+    replay_to: Option<&ReplayTo<'_>>,
+    within: Option<Duration>,
+) -> Result<Guarded<Vec<DeadLetterId>>, StoreError> {
+    let (client, key) = bound(Some(scope));
+    let status: &'static str = action.status().into();
+    let action: &'static str = action.into();
+    let source: &'static str = source.into();
+    let taken = sqlx::query_as::<_, (Vec<Uuid>, bool)>(
+        "WITH targets AS (\
+             SELECT id FROM dead_letters WHERE status = 'parked' \
+               AND ($4::uuid[] IS NULL OR id = ANY($4)) \
+               AND ($5::text IS NULL OR reason ILIKE $5) \
+               AND ($6::text IS NULL OR event_type = $6) \
+             ORDER BY last_dead_lettered_at, id LIMIT $7 FOR UPDATE), \
+         settled AS (\
+             UPDATE dead_letters SET status = $3 \
+             WHERE id IN (SELECT id FROM targets) AND (SELECT count(*) FROM targets) >= $11 \
+             RETURNING id, routing_key, body, properties, last_dead_lettered_at), \
+         action AS (\
+             INSERT INTO dead_letter_actions (action, dead_letter_ids, cause_source, client_id, \
+                 idempotency_key, request_fingerprint) \
+             SELECT $8, COALESCE(array_agg(id ORDER BY last_dead_lettered_at, id), '{}'), $9, \
+                 $1, $2, $10 \
+             FROM settled HAVING count(*) >= $11 RETURNING dead_letter_ids), \
+         replayed AS (\
+             INSERT INTO outbox (event_id, exchange, routing_key, body, properties, traceparent, \
+                 tracestate) \
+             SELECT gen_random_uuid(), $12, routing_key, body, properties, $13, $14 \
+             FROM settled WHERE $12::text IS NOT NULL ORDER BY last_dead_lettered_at, id \
+             RETURNING 1) \
+         SELECT action.dead_letter_ids, order_service_in_time($15) \
+         FROM action, (SELECT count(*) FROM replayed) AS r",
     )
-    .bind(action.as_ref())
-    .bind(ids)
-    .bind(source.as_ref())
-    .bind(scope.client)
-    .bind(scope.key.as_str())
+    .bind(client)
+    .bind(key)
+    .bind(status)
+    .bind(targets.filter.ids())
+    .bind(targets.filter.reason_pattern())
+    .bind(targets.filter.event_type())
+    .bind(targets.limit)
+    .bind(action)
+    .bind(source)
     .bind(scope.fingerprint.as_str())
-    .execute(conn)
+    .bind(targets.at_least)
+    .bind(replay_to.map(|r| r.exchange))
+    .bind(replay_to.map(|r| r.trace.traceparent()))
+    .bind(replay_to.and_then(|r| r.trace.tracestate()))
+    .bind(in_time(within))
+    .fetch_optional(conn)
     .await;
-    keyed_insert(written)
+    match taken.map_err(StoreError::from) {
+        Ok(Some((ids, _))) => Ok(Guarded::Applied(
+            ids.into_iter().map(DeadLetterId::from_uuid).collect(),
+        )),
+        Ok(None) | Err(StoreError::Contended(_)) => Ok(Guarded::Lost),
+        Err(error) => Err(error),
+    }
 }
 
 /// An action as shown with a dead letter.

@@ -3,7 +3,8 @@
 //! whole: a listing must not hold the bodies of a hundred huge poison messages.
 //!
 //! (Over 300 lines because it is all the SQL of one table: park, list with its filters, the
-//! summary, show, and the replay and discard writes.)
+//! summary and show. Replays and discards are written with their action, in
+//! `dead_letter_actions`.)
 
 use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
@@ -166,15 +167,15 @@ pub struct DeadLetterFilter {
 }
 
 impl DeadLetterFilter {
-    fn reason_pattern(&self) -> Option<String> {
+    pub(super) fn reason_pattern(&self) -> Option<String> {
         self.reason.as_ref().map(|r| contains_pattern(r.as_str()))
     }
 
-    fn event_type(&self) -> Option<&str> {
+    pub(super) fn event_type(&self) -> Option<&str> {
         self.event_type.as_ref().map(BoundedText::as_str)
     }
 
-    fn ids(&self) -> Option<Vec<Uuid>> {
+    pub(super) fn ids(&self) -> Option<Vec<Uuid>> {
         self.ids
             .as_ref()
             .map(|ids| ids.iter().map(DeadLetterId::as_uuid).collect())
@@ -227,62 +228,6 @@ pub async fn list(
     .into_iter()
     .map(DeadLetter::try_from)
     .collect()
-}
-
-/// The dead letter's status, its row locked until the transaction ends (an action decides on it).
-pub async fn lock(
-    conn: &mut PgConnection,
-    id: DeadLetterId,
-) -> Result<Option<DeadLetterStatus>, StoreError> {
-    let status: Option<String> =
-        sqlx::query_scalar("SELECT status FROM dead_letters WHERE id = $1 FOR UPDATE")
-            .bind(id.as_uuid())
-            .fetch_optional(conn)
-            .await?;
-    status
-        .map(|s| s.parse())
-        .transpose()
-        .map_err(StoreError::corrupt("status"))
-}
-
-/// The oldest parked dead letters that `filter` matches, up to `limit`, their rows locked until the
-/// transaction ends. A row another transaction holds is waited for (up to `lock_timeout`), then
-/// taken only if it is still parked.
-pub async fn lock_parked(
-    conn: &mut PgConnection,
-    filter: &DeadLetterFilter,
-    limit: i64,
-) -> Result<Vec<DeadLetterId>, StoreError> {
-    let ids: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT id FROM dead_letters WHERE status = 'parked' \
-           AND ($1::uuid[] IS NULL OR id = ANY($1)) \
-           AND ($2::text IS NULL OR reason ILIKE $2) \
-           AND ($3::text IS NULL OR event_type = $3) \
-         ORDER BY last_dead_lettered_at, id LIMIT $4 FOR UPDATE",
-    )
-    .bind(filter.ids())
-    .bind(filter.reason_pattern())
-    .bind(filter.event_type())
-    .bind(limit)
-    .fetch_all(conn)
-    .await?;
-    Ok(ids.into_iter().map(DeadLetterId::from_uuid).collect())
-}
-
-/// Moves the parked ones of `ids` to `status`; returns how many moved.
-pub async fn settle(
-    conn: &mut PgConnection,
-    ids: &[DeadLetterId],
-    status: DeadLetterStatus,
-) -> Result<u64, StoreError> {
-    let ids: Vec<Uuid> = ids.iter().map(DeadLetterId::as_uuid).collect();
-    let result =
-        sqlx::query("UPDATE dead_letters SET status = $2 WHERE id = ANY($1) AND status = 'parked'")
-            .bind(ids)
-            .bind(status.as_ref())
-            .execute(conn)
-            .await?;
-    Ok(result.rows_affected())
 }
 
 /// Parked dead letters of one reason class and event type.

@@ -5,13 +5,10 @@
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// Another writer committed first on a guard that the caller relies on (the key of a change,
-    /// one change into each status, the history's version, a deadlock, a serialization failure):
-    /// the transaction is spoilt; roll back, re-read and decide again.
+    /// one change into each status, the history's version, a transfer id, a deadlock, a
+    /// serialization failure): the statement wrote nothing; re-read and decide again.
     #[error("lost a race with a concurrent writer")]
     Contended(#[source] sqlx::Error),
-    /// A transfer names an order that does not exist.
-    #[error("the order does not exist")]
-    UnknownOrder(#[source] sqlx::Error),
     /// A lock was not granted within `lock_timeout`: another transaction holds it.
     #[error("timed out waiting for a concurrent transaction")]
     Busy(#[source] sqlx::Error),
@@ -39,14 +36,19 @@ impl From<sqlx::Error> for StoreError {
                 | (Some("23505"), Some("dead_letter_actions_idempotency_key"))
                 | (Some("23505"), Some("order_transitions_status_change_once"))
                 | (Some("23505"), Some("order_transitions_pkey"))
+                | (Some("23505"), Some("transfers_pkey"))
                 | (Some("40001" | "40P01"), _) => StoreError::Contended,
-                (Some("23503"), Some("transfers_order_fkey")) => StoreError::UnknownOrder,
                 (Some("55P03"), _) => StoreError::Busy,
                 // Connection-level failures reported by the server (shutdown, too many clients).
                 (Some(code), _) if code.starts_with("08") || code.starts_with("57P") => {
                     StoreError::Unavailable
                 }
-                (Some("53300"), _) => StoreError::Unavailable,
+                // Too many clients; a server that is read-only (a demoted primary still reachable
+                // while the writer endpoint fails over): wait it out as an outage.
+                (Some("53300" | "25006"), _) => StoreError::Unavailable,
+                // Cancelled: a statement past its caller's time limit (`order_service_in_time`)
+                // or an operator's `statement_timeout`; it wrote nothing.
+                (Some("57014"), _) => StoreError::Unavailable,
                 _ => StoreError::Unexpected,
             },
             // A connection whose first bytes are not Postgres' (say, a proxy or load balancer

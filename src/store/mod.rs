@@ -1,12 +1,16 @@
-//! All SQL of order-service. Each submodule owns one table (`keys` finds an Idempotency-Key on
-//! whichever table holds it); functions take a connection (usually inside the caller's
-//! transaction) and speak domain types. Driver errors are classified once, here, into
+//! All SQL of order-service. Each submodule owns one table and how it is read (`keys` finds an
+//! Idempotency-Key on whichever table holds it), except the two that write a command's change:
+//! `order_changes` (an order's change with its ledger, history and outbox rows) and
+//! `dead_letter_actions` (an action with the dead letters it settles and the messages it
+//! replays), each as one statement. Functions take a connection (autocommit, or a transaction
+//! the caller holds) and speak domain types. Driver errors are classified once, here, into
 //! [`StoreError`].
 
 pub mod dead_letter_actions;
 pub mod dead_letters;
 mod error;
 pub mod keys;
+pub mod order_changes;
 pub mod orders;
 pub mod outbox;
 pub mod transfers;
@@ -19,30 +23,21 @@ use sqlx::{ConnectOptions, Connection, PgPool};
 
 pub use error::StoreError;
 
-/// What a guarded write did: it found the row as the caller read it and changed it, or another
-/// writer had changed it first (the caller rolls back, re-reads and decides again).
+/// What a guarded write did: it found the rows as the caller read them and changed them, or
+/// another writer got there first and nothing was written (the caller re-reads and decides
+/// again).
 #[derive(Debug)]
 pub enum Guarded<T> {
     Applied(T),
     Lost,
 }
 
-/// What an insert guarded by a unique key did: it wrote a new row, or the key was taken (by a
-/// committed row, or by a concurrent transaction it waited for).
-#[derive(Debug)]
-pub enum Inserted<T> {
-    New(T),
-    Taken,
-}
-
-/// What an insert of a row carrying a request's key did: [`Inserted::Taken`] when a guard of a
-/// concurrent writer's (the key, or another unique guard classed `Contended`) refused it.
-fn keyed_insert<R>(written: Result<R, sqlx::Error>) -> Result<Inserted<()>, StoreError> {
-    match written.map_err(StoreError::from) {
-        Ok(_) => Ok(Inserted::New(())),
-        Err(StoreError::Contended(_)) => Ok(Inserted::Taken),
-        Err(error) => Err(error),
-    }
+/// The budget a writing statement passes to `order_service_in_time` (its migration says why), in
+/// whole microseconds as an interval holds it.
+fn in_time(within: Option<Duration>) -> Option<chrono::Duration> {
+    within.map(|budget| {
+        chrono::Duration::microseconds(i64::try_from(budget.as_micros()).unwrap_or(i64::MAX))
+    })
 }
 
 /// Options for `database_url` where a statement waits at most `lock_timeout` for a row or key
@@ -54,6 +49,20 @@ pub fn connect_options(
 ) -> Result<PgConnectOptions, sqlx::Error> {
     let options: PgConnectOptions = database_url.parse()?;
     Ok(options.options([("lock_timeout", format!("{}ms", lock_timeout.as_millis()))]))
+}
+
+/// Until the end of the transaction `tx` is in, a statement waits at most `wait` for a lock
+/// another transaction holds before it fails with [`StoreError::Busy`] (`SET LOCAL lock_timeout`,
+/// as a statement that can take a parameter).
+pub async fn wait_for_locks_at_most(
+    tx: &mut sqlx::PgConnection,
+    wait: Duration,
+) -> Result<(), StoreError> {
+    sqlx::query("SELECT set_config('lock_timeout', $1, true)")
+        .bind(format!("{}ms", wait.as_millis()))
+        .execute(tx)
+        .await?;
+    Ok(())
 }
 
 /// A lazily connecting pool: the service starts (and reports not-ready) while Postgres is down.

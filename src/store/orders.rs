@@ -1,26 +1,30 @@
-//! The `orders` table: one row per order. Every change is a guarded write on status and version.
+//! The `orders` table: one row per order, and how it is read. Every change is a guarded write on
+//! status and version, made with the change's other rows in one statement (`order_changes`).
 
 use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::{Guarded, Inserted, StoreError};
+use super::StoreError;
 use crate::domain::{
-    AmountMinor, BoundedText, Change, Currency, CustomerId, Money, Order, OrderId, OrderStatus,
-    Shipment, Version,
+    AmountMinor, BoundedText, Currency, CustomerId, Money, Order, OrderId, OrderStatus, Shipment,
+    Version,
 };
 
-/// The selected columns, as a macro so that queries stay `&'static str` (sqlx 0.9 requires it).
-macro_rules! columns {
+/// The selected columns, as a macro so that queries stay `&'static str` (sqlx 0.9 requires it);
+/// qualified, so that a statement may join other tables.
+macro_rules! order_columns {
     () => {
-        "id, customer_id, amount_minor, currency, status, version, paid_minor, refunded_minor, \
-         refund_required, \
-         carrier, tracking_number, cancellation_reason, created_at, updated_at"
+        "orders.id, orders.customer_id, orders.amount_minor, orders.currency, orders.status, \
+         orders.version, orders.paid_minor, orders.refunded_minor, orders.refund_required, \
+         orders.carrier, orders.tracking_number, orders.cancellation_reason, orders.created_at, \
+         orders.updated_at"
     };
 }
+pub(super) use order_columns;
 
 #[derive(FromRow)]
-struct OrderRow {
+pub(super) struct OrderRow {
     id: Uuid,
     customer_id: String,
     amount_minor: i64,
@@ -70,66 +74,16 @@ impl TryFrom<OrderRow> for Order {
 }
 
 pub async fn find(conn: &mut PgConnection, id: OrderId) -> Result<Option<Order>, StoreError> {
-    sqlx::query_as::<_, OrderRow>(concat!("SELECT ", columns!(), " FROM orders WHERE id = $1"))
-        .bind(id.as_uuid())
-        .fetch_optional(conn)
-        .await?
-        .map(Order::try_from)
-        .transpose()
-}
-
-/// Inserts a new order unless its id is taken (by a committed order, or by a concurrent
-/// transaction this insert waited for).
-pub async fn insert(conn: &mut PgConnection, order: &Order) -> Result<Inserted<Order>, StoreError> {
-    let row = sqlx::query_as::<_, OrderRow>(concat!(
-        "INSERT INTO orders (id, customer_id, amount_minor, currency, status, version) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING ",
-        columns!()
+    sqlx::query_as::<_, OrderRow>(concat!(
+        "SELECT ",
+        order_columns!(),
+        " FROM orders WHERE id = $1"
     ))
-    .bind(order.id.as_uuid())
-    .bind(order.customer_id.as_str())
-    .bind(order.amount.minor.get())
-    .bind(order.amount.currency.as_str())
-    .bind(order.status.as_ref())
-    .bind(order.version.get())
+    .bind(id.as_uuid())
     .fetch_optional(conn)
-    .await?;
-    match row {
-        Some(row) => Ok(Inserted::New(row.try_into()?)),
-        None => Ok(Inserted::Taken),
-    }
-}
-
-/// The guarded write: applies `change` only if the order is still in `change.from` at the version
-/// it was read at. A deadlock or serialization failure is the same news as zero rows: another
-/// writer got there first.
-pub async fn apply(conn: &mut PgConnection, change: &Change) -> Result<Guarded<Order>, StoreError> {
-    let next = &change.next;
-    let shipment = next.shipment.as_ref();
-    let row = sqlx::query_as::<_, OrderRow>(concat!(
-        "UPDATE orders SET status = $4, version = version + 1, paid_minor = $5, \
-         refunded_minor = $10, refund_required = $6, carrier = $7, tracking_number = $8, \
-         cancellation_reason = $9, updated_at = now() \
-         WHERE id = $1 AND status = $2 AND version = $3 RETURNING ",
-        columns!()
-    ))
-    .bind(next.id.as_uuid())
-    .bind(change.from.as_ref())
-    .bind(change.from_version.get())
-    .bind(next.status.as_ref())
-    .bind(next.paid_minor)
-    .bind(next.refund_required)
-    .bind(shipment.map(|s| s.carrier.as_str()))
-    .bind(shipment.map(|s| s.tracking_number.as_str()))
-    .bind(next.cancellation_reason.as_ref().map(|r| r.as_str()))
-    .bind(next.refunded_minor)
-    .fetch_optional(conn)
-    .await;
-    match row.map_err(StoreError::from) {
-        Ok(Some(row)) => Ok(Guarded::Applied(row.try_into()?)),
-        Ok(None) | Err(StoreError::Contended(_)) => Ok(Guarded::Lost),
-        Err(error) => Err(error),
-    }
+    .await?
+    .map(Order::try_from)
+    .transpose()
 }
 
 /// Which orders a listing shows: every filter given must hold.
@@ -148,7 +102,7 @@ pub async fn list(
 ) -> Result<Vec<Order>, StoreError> {
     sqlx::query_as::<_, OrderRow>(concat!(
         "SELECT ",
-        columns!(),
+        order_columns!(),
         " FROM orders \
          WHERE ($1::text IS NULL OR status = $1) \
            AND ($5::text IS NULL OR customer_id = $5) \

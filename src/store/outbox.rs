@@ -1,7 +1,8 @@
-//! The `outbox` table: events written in the transaction of the change they report, each with
-//! the W3C trace context of its cause, then claimed, marked published and pruned by the relay. A
-//! row is an order event or a raw message: a replayed dead letter, copied here in the transaction
-//! that marks it replayed.
+//! The `outbox` table: events written in the statement of the change they report (an order's
+//! change in `order_changes`, a dead-letter replay in `dead_letter_actions`), each with the W3C
+//! trace context of its cause, then claimed, marked published and pruned by the relay. A row is an
+//! order event or a raw message: a replayed dead letter, copied here by the statement that marks it
+//! replayed.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,75 +12,30 @@ use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::StoreError;
-use crate::domain::{DeadLetterId, EventType, OrderId, Version};
-use crate::telemetry::TraceContext;
+use crate::domain::EventType;
 
 /// The most body bytes of raw messages one claimed batch holds (beyond its first row, which is
 /// always taken): replayed dead letters may be large, and a batch is held in memory while it is
 /// published.
 const RAW_BATCH_BYTES: i64 = 16 * 1024 * 1024;
 
+/// An order event to write with its change (`order_changes`): the row takes the order's id and
+/// version, and the trace context of the change's cause, from the change.
 pub struct NewEvent {
     pub event_id: Uuid,
     pub event_type: EventType,
-    pub order_id: OrderId,
-    pub order_version: Version,
     /// The whole envelope, exactly as it will be published.
     pub payload: serde_json::Value,
-    /// The context of the span that caused the change, stored as its `traceparent` and
-    /// `tracestate` headers.
-    pub trace: TraceContext,
-}
-
-pub async fn insert(conn: &mut PgConnection, event: &NewEvent) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO outbox \
-         (event_id, event_type, order_id, order_version, payload, traceparent, tracestate) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(event.event_id)
-    .bind(event.event_type.as_ref())
-    .bind(event.order_id.as_uuid())
-    .bind(event.order_version.get())
-    .bind(&event.payload)
-    .bind(event.trace.traceparent())
-    .bind(event.trace.tracestate())
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-/// Writes a raw outbox row for each of `ids`: the dead letter's body and properties, to `exchange`
-/// with its original routing key, oldest first, with `trace` (the replay's) as the trace context
-/// of its cause. The bodies are copied inside Postgres. Returns how many rows were written.
-pub async fn insert_dead_letters(
-    conn: &mut PgConnection,
-    ids: &[DeadLetterId],
-    exchange: &str,
-    trace: &TraceContext,
-) -> Result<u64, StoreError> {
-    let ids: Vec<Uuid> = ids.iter().map(DeadLetterId::as_uuid).collect();
-    let result = sqlx::query(
-        "INSERT INTO outbox (event_id, exchange, routing_key, body, properties, traceparent, \
-         tracestate) \
-         SELECT gen_random_uuid(), $2, routing_key, body, properties, $3, $4 FROM dead_letters \
-         WHERE id = ANY($1) ORDER BY last_dead_lettered_at, id",
-    )
-    .bind(ids)
-    .bind(exchange)
-    .bind(trace.traceparent())
-    .bind(trace.tracestate())
-    .execute(conn)
-    .await?;
-    Ok(result.rows_affected())
 }
 
 /// The channel the relays listen on: a notification says events were committed.
 pub const NOTIFY_CHANNEL: &str = "order_service_outbox";
 
-/// Wakes the relays after a commit that wrote events. A statement of its own, outside the writing
-/// transaction: a NOTIFY inside it would hold Postgres' cluster-wide notification lock through the
-/// commit's WAL flush, so such commits would run one at a time (no group commit).
+/// Wakes the relays listening on [`NOTIFY_CHANNEL`] (those of every instance). A statement of its
+/// own, never part of a writing transaction: a NOTIFY inside one would hold Postgres'
+/// cluster-wide notification lock through the commit's WAL flush, so such commits would run one at
+/// a time (no group commit). The application sends it from a background task, coalesced (README
+/// "Outbox and relay wake-up").
 pub async fn announce(conn: &mut PgConnection) -> Result<(), StoreError> {
     sqlx::query("SELECT pg_notify($1, '')")
         .bind(NOTIFY_CHANNEL)

@@ -1,30 +1,36 @@
-//! The `transfers` table: the ledger, money in (payments) and out (refunds). `transfer_id` is the
-//! primary key across both directions, so a transfer is recorded at most once; a second insert is
-//! a no-op and the caller compares contents.
+//! The `transfers` table: the ledger, money in (payments) and out (refunds), and how it is read.
+//! `transfer_id` is the primary key across both directions, so a transfer is recorded at most
+//! once: the row is written with its order's change (`order_changes`), and a second insert of an
+//! id fails that whole statement; the caller reads the recorded row and compares contents.
 
 use chrono::{DateTime, Utc};
-use sqlx::{FromRow, PgConnection, PgPool};
+use sqlx::{FromRow, PgPool};
 use uuid::Uuid;
 
+use super::StoreError;
 use super::orders::stored_money;
-use super::{Inserted, StoreError};
 use crate::domain::{LedgerEntry, OrderId, Transfer, TransferId};
 
-macro_rules! columns {
+/// The selected columns, named `ledger_*` so that a statement may select them beside an order's.
+macro_rules! ledger_columns {
     () => {
-        "transfer_id, order_id, direction, amount_minor, currency, source, received_at"
+        "transfers.transfer_id AS ledger_id, transfers.order_id AS ledger_order_id, \
+         transfers.direction AS ledger_direction, transfers.amount_minor AS ledger_amount_minor, \
+         transfers.currency AS ledger_currency, transfers.source AS ledger_source, \
+         transfers.received_at AS ledger_received_at"
     };
 }
+pub(super) use ledger_columns;
 
 #[derive(FromRow)]
-struct TransferRow {
-    transfer_id: String,
-    order_id: Uuid,
-    direction: String,
-    amount_minor: i64,
-    currency: String,
-    source: String,
-    received_at: DateTime<Utc>,
+pub(super) struct TransferRow {
+    ledger_id: String,
+    ledger_order_id: Uuid,
+    ledger_direction: String,
+    ledger_amount_minor: i64,
+    ledger_currency: String,
+    ledger_source: String,
+    ledger_received_at: DateTime<Utc>,
 }
 
 impl TryFrom<TransferRow> for LedgerEntry {
@@ -33,69 +39,29 @@ impl TryFrom<TransferRow> for LedgerEntry {
     fn try_from(row: TransferRow) -> Result<Self, Self::Error> {
         Ok(LedgerEntry {
             transfer: Transfer {
-                id: TransferId::parse(&row.transfer_id)
+                id: TransferId::parse(&row.ledger_id)
                     .map_err(StoreError::corrupt("transfer_id"))?,
-                order_id: OrderId::from_uuid(row.order_id),
+                order_id: OrderId::from_uuid(row.ledger_order_id),
                 direction: row
-                    .direction
+                    .ledger_direction
                     .parse()
                     .map_err(StoreError::corrupt("direction"))?,
-                money: stored_money(row.amount_minor, &row.currency)?,
+                money: stored_money(row.ledger_amount_minor, &row.ledger_currency)?,
             },
-            source: row.source.parse().map_err(StoreError::corrupt("source"))?,
-            received_at: row.received_at,
+            source: row
+                .ledger_source
+                .parse()
+                .map_err(StoreError::corrupt("source"))?,
+            received_at: row.ledger_received_at,
         })
     }
-}
-
-/// `INSERT … ON CONFLICT DO NOTHING`: the ledger keeps each transfer id once. A concurrent insert
-/// of the same id waits for the other transaction; [`Inserted::Taken`] then means the id is in the
-/// ledger (or was, if that transaction rolled back), and the caller compares what it holds.
-pub async fn record(
-    conn: &mut PgConnection,
-    transfer: &Transfer,
-    source: crate::domain::Source,
-) -> Result<Inserted<LedgerEntry>, StoreError> {
-    let inserted = sqlx::query_as::<_, TransferRow>(concat!(
-        "INSERT INTO transfers (transfer_id, order_id, direction, amount_minor, currency, source) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (transfer_id) DO NOTHING RETURNING ",
-        columns!()
-    ))
-    .bind(transfer.id.as_str())
-    .bind(transfer.order_id.as_uuid())
-    .bind(transfer.direction.as_ref())
-    .bind(transfer.money.minor.get())
-    .bind(transfer.money.currency.as_str())
-    .bind(source.as_ref())
-    .fetch_optional(&mut *conn)
-    .await?;
-    match inserted {
-        Some(row) => Ok(Inserted::New(row.try_into()?)),
-        None => Ok(Inserted::Taken),
-    }
-}
-
-pub async fn find(
-    conn: &mut PgConnection,
-    transfer_id: &TransferId,
-) -> Result<Option<LedgerEntry>, StoreError> {
-    sqlx::query_as::<_, TransferRow>(concat!(
-        "SELECT ",
-        columns!(),
-        " FROM transfers WHERE transfer_id = $1"
-    ))
-    .bind(transfer_id.as_str())
-    .fetch_optional(conn)
-    .await?
-    .map(LedgerEntry::try_from)
-    .transpose()
 }
 
 /// The order's ledger, oldest first.
 pub async fn for_order(pool: &PgPool, order_id: OrderId) -> Result<Vec<LedgerEntry>, StoreError> {
     sqlx::query_as::<_, TransferRow>(concat!(
         "SELECT ",
-        columns!(),
+        ledger_columns!(),
         " FROM transfers WHERE order_id = $1 ORDER BY received_at, transfer_id"
     ))
     .bind(order_id.as_uuid())

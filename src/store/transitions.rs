@@ -1,77 +1,15 @@
-//! The `order_transitions` table: the history, one row per order version. A REST request's row
-//! also carries its Idempotency-Key and fingerprint, under `UNIQUE (client_id, idempotency_key)`:
-//! that is how a retry finds the change its first attempt made (see `keys`).
+//! The `order_transitions` table: the history, one row per order version, and how it is read. A
+//! REST request's row also carries its Idempotency-Key and fingerprint, under `UNIQUE (client_id,
+//! idempotency_key)`: that is how a retry finds the change its first attempt made (see `keys`).
+//! Rows are written with their change, in one statement (`order_changes`).
 
 use chrono::{DateTime, Utc};
-use sqlx::{FromRow, PgConnection, PgPool};
+use sqlx::{FromRow, PgPool};
 use uuid::Uuid;
 
+use super::StoreError;
 use super::orders::stored_version;
-use super::{Inserted, StoreError, keyed_insert};
-use crate::domain::{
-    Cause, HistoryEntry, OrderId, OrderStatus, TransferId, TransitionKind, Version,
-};
-
-/// A history row to write.
-pub struct NewTransition<'a> {
-    pub order_id: OrderId,
-    pub version: Version,
-    pub kind: TransitionKind,
-    pub from: Option<OrderStatus>,
-    pub to: OrderStatus,
-    pub transfer_id: Option<&'a TransferId>,
-    pub cause: &'a Cause,
-}
-
-/// Writes the history row of a change. [`Inserted::Taken`]: another writer holds the request's
-/// key, this version, or the order's one change into this status (the insert waits, up to
-/// `lock_timeout`, while that writer is uncommitted); the transaction is spoilt, so the caller
-/// rolls back and decides again.
-pub async fn insert(
-    conn: &mut PgConnection,
-    row: NewTransition<'_>,
-) -> Result<Inserted<()>, StoreError> {
-    let (client, key, fingerprint, event_id) = match row.cause {
-        Cause::Api {
-            client,
-            key,
-            fingerprint,
-        } => (
-            Some(client.as_str()),
-            Some(key.as_str()),
-            Some(fingerprint.as_str()),
-            None,
-        ),
-        Cause::Amqp { event_id } => (None, None, None, Some(event_id.as_str())),
-        Cause::Timer => (None, None, None, None),
-        // No order command runs from the command line: the table's cause check refuses it.
-        Cause::Cli { key, fingerprint } => (
-            Some(crate::domain::CLI_CLIENT),
-            Some(key.as_str()),
-            Some(fingerprint.as_str()),
-            None,
-        ),
-    };
-    let written = sqlx::query(
-        "INSERT INTO order_transitions (order_id, version, kind, from_status, to_status, \
-         transfer_id, cause_source, client_id, idempotency_key, request_fingerprint, event_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-    )
-    .bind(row.order_id.as_uuid())
-    .bind(row.version.get())
-    .bind(row.kind.as_ref())
-    .bind(row.from.map(|s| s.as_ref().to_owned()))
-    .bind(row.to.as_ref())
-    .bind(row.transfer_id.map(TransferId::as_str))
-    .bind(row.cause.source().as_ref())
-    .bind(client)
-    .bind(key)
-    .bind(fingerprint)
-    .bind(event_id)
-    .execute(conn)
-    .await;
-    keyed_insert(written)
-}
+use crate::domain::{HistoryEntry, OrderId};
 
 #[derive(FromRow)]
 struct HistoryRow {

@@ -9,7 +9,7 @@ pub mod trace_context;
 
 use std::sync::OnceLock;
 
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::Level;
 use tracing_subscriber::filter::Targets;
@@ -102,6 +102,13 @@ pub fn metrics() -> PrometheusHandle {
                 .set_buckets(&[
                     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                 ])
+                // A count of deliveries, not a duration (README "Batched consumer commits").
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full("amqp_batch_size".to_owned()),
+                        &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0],
+                    )
+                })
                 .map(|b| b.build_recorder())
                 .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
             let handle = recorder.handle();

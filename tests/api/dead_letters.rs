@@ -1,6 +1,7 @@
 //! `/v1/dead-letters` over REST (docs/contract.md#parked-dead-letters): finding, grouping,
 //! replaying and discarding parked dead letters; their actions' Idempotency-Keys, which behave as
-//! an order request's do; and the `orders:admin` scope.
+//! an order request's do; an action that finds its dead letter settled writes nothing; and the
+//! `orders:admin` scope.
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
@@ -8,7 +9,14 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use order_service::amqp::properties;
+use order_service::app::dead_letters::DeadLetterFilter;
 use order_service::auth::generate_token;
+use order_service::domain::{
+    DeadLetterAction, DeadLetterId, Fingerprint, IdempotencyKey, KeyScope, Source,
+};
+use order_service::store::Guarded;
+use order_service::store::dead_letter_actions::{self, ReplayTo, Targets};
+use order_service::telemetry::TraceContext;
 
 use crate::helpers::{TRACEPARENT, TestApp, TestResponse, envelope, order_body, unique_key};
 
@@ -459,6 +467,55 @@ async fn twin_replays_under_one_key_replay_it_once_and_rivals_under_two_keys_onc
     assert_eq!(statuses, [StatusCode::OK, StatusCode::CONFLICT]);
     assert_eq!(raw_outbox(&app).await.len(), 2);
     assert_eq!(app.count("dead_letter_actions").await, 2);
+}
+
+#[tokio::test]
+async fn a_replay_of_a_dead_letter_settled_since_it_was_read_records_and_sends_nothing() {
+    // The action is one statement: the action row and the outbox row are taken from the dead
+    // letters it settles, so when the one it names is no longer parked, nothing is written.
+    let app = TestApp::spawn().await;
+    let id = park_payment(&app, "ev-1", PREMATURE).await;
+    assert_eq!(discard(&app, id, "first").await.status, StatusCode::OK);
+    let (actions, outbox) = (
+        app.count("dead_letter_actions").await,
+        app.count("outbox").await,
+    );
+    let (key, fingerprint) = (
+        IdempotencyKey::parse("late").unwrap(),
+        Fingerprint::new("f".into()),
+    );
+    let one = DeadLetterFilter {
+        ids: Some(vec![DeadLetterId::from_uuid(id)]),
+        ..DeadLetterFilter::default()
+    };
+    let mut conn = app.pool.acquire().await.unwrap();
+
+    let taken = dead_letter_actions::act(
+        &mut conn,
+        DeadLetterAction::Replay,
+        &Targets {
+            filter: &one,
+            limit: 1,
+            at_least: 1,
+        },
+        Source::Api,
+        KeyScope {
+            client: "anonymous",
+            key: &key,
+            fingerprint: &fingerprint,
+        },
+        Some(&ReplayTo {
+            exchange: "commerce.events",
+            trace: &TraceContext::start(),
+        }),
+        None,
+    )
+    .await
+    .unwrap();
+
+    assert!(matches!(taken, Guarded::Lost), "{taken:?}");
+    assert_eq!(app.count("dead_letter_actions").await, actions);
+    assert_eq!(app.count("outbox").await, outbox);
 }
 
 #[tokio::test]

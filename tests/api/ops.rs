@@ -7,7 +7,7 @@ use order_service::health::Readiness;
 use order_service::http::{self, ApiState};
 use order_service::{store, telemetry};
 
-use crate::helpers::{InProcess, TestApp};
+use crate::helpers::{InProcess, TestApp, json_post};
 
 #[tokio::test]
 async fn liveness_and_readiness_answer_when_postgres_is_up() {
@@ -46,6 +46,33 @@ async fn readiness_is_503_when_postgres_is_unreachable() {
         .await;
     order.problem(StatusCode::SERVICE_UNAVAILABLE);
     assert!(!order.text.contains("127.0.0.1"), "{}", order.text);
+}
+
+#[tokio::test]
+async fn a_database_that_refuses_writes_is_503_not_500() {
+    // A demoted primary still reachable read-only answers writes with SQLSTATE 25006: an outage
+    // to wait out (README "Running at scale"), not a fault of the request.
+    let app = TestApp::spawn().await;
+    let options = store::connect_options(&app.db.url, order_service::config::DEFAULT_LOCK_TIMEOUT)
+        .unwrap()
+        .options([("default_transaction_read_only", "on")]);
+    let read_only = InProcess(http::router(ApiState {
+        app: App::new(store::pool(options, 1)),
+        metrics: telemetry::metrics(),
+        readiness: Default::default(),
+    }));
+
+    let body = r#"{"customer_id":"c-1","amount_minor":100,"currency":"EUR"}"#;
+    let refused = read_only.request(json_post("/v1/orders", body)).await;
+
+    refused.problem(StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        refused.header("retry-after").is_some(),
+        "{:?}",
+        refused.headers
+    );
+    assert!(!refused.text.contains("read-only"), "{}", refused.text);
+    assert_eq!(app.count("orders").await, 0);
 }
 
 #[tokio::test]

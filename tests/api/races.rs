@@ -1,8 +1,17 @@
 //! Concurrent commands on one order: whatever the interleaving, exactly one of two competing
-//! transitions wins, money is never lost, and the history stays one legal line.
+//! transitions wins, money is never lost, and the history stays one legal line; a change decided
+//! on a version that moved on writes nothing.
 
 use axum::http::StatusCode;
 use futures::future::join_all;
+use order_service::domain::{
+    AmountMinor, Cause, Currency, Direction, EventId, EventType, Money, OrderId, Transfer,
+    TransferId,
+};
+use order_service::store::Guarded;
+use order_service::store::order_changes::{self, OrderWrite};
+use order_service::store::outbox::NewEvent;
+use order_service::telemetry::TraceContext;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -145,4 +154,58 @@ async fn sixteen_concurrent_cancels_with_their_own_keys_cancel_once_and_all_succ
         vec!["order.created", "order.cancelled"]
     );
     assert_eq!(app.row(order).await.version, 2);
+}
+
+#[tokio::test]
+async fn a_change_decided_on_a_version_that_moved_on_writes_no_row_at_all() {
+    // The write is one statement whose ledger, history and outbox rows are taken from the guarded
+    // update's result: when the guard misses, none of them may be written.
+    let app = TestApp::spawn().await;
+    let order = OrderId::from_uuid(app.placed_order(1000).await);
+    let payment = Transfer {
+        id: TransferId::parse("t-late").unwrap(),
+        order_id: order,
+        direction: Direction::In,
+        money: Money::new(
+            AmountMinor::parse(1000).unwrap(),
+            Currency::parse("EUR").unwrap(),
+        ),
+    };
+    let mut conn = app.pool.acquire().await.unwrap();
+    let (_, found) = order_changes::read(&mut conn, order, None, Some(&payment.id))
+        .await
+        .unwrap();
+    let change = found.order.unwrap().record(&payment).unwrap();
+    let cancelled = app.cancelled(order.as_uuid(), "meanwhile").await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    let before = app.snapshot().await;
+
+    let written = order_changes::write(
+        &mut conn,
+        &OrderWrite {
+            next: &change.next,
+            expected: Some((change.from, change.from_version)),
+            kind: change.kind,
+            transfer: Some(&payment),
+            cause: &Cause::Amqp {
+                event_id: EventId::parse("e-late").unwrap(),
+            },
+            events: &[NewEvent {
+                event_id: Uuid::new_v4(),
+                event_type: EventType::OrderPaid,
+                payload: json!({}),
+            }],
+            trace: &TraceContext::start(),
+        },
+        None,
+    )
+    .await
+    .unwrap();
+
+    assert!(matches!(written, Guarded::Lost), "{written:?}");
+    assert_eq!(
+        app.snapshot().await,
+        before,
+        "orders, ledger, history, outbox"
+    );
 }

@@ -1,44 +1,25 @@
 //! Replaying and discarding parked dead letters. Both are commands of the one runner, so their
 //! Idempotency-Keys behave exactly as an order request's do; the key lives on the action's own
 //! row, and inserting that row is the guard a concurrent twin loses on. Only a parked dead letter
-//! can be acted on; a replay copies it into the outbox in the transaction that marks it replayed,
+//! can be acted on; a replay copies it into the outbox in the statement that marks it replayed,
 //! with the trace context of the caller's span (the replayed message continues the replay's
 //! trace, as an event continues the trace of its change).
 
 use sqlx::PgConnection;
 
 use super::{DeadLetterDetails, DeadLetterFilter, details};
-use crate::app::keys;
-use crate::app::runner::{Attempt, Command, Written, run};
+use crate::app::runner::{Attempt, Command, Written};
 use crate::app::{App, AppError, Outcome};
-use crate::domain::{Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, MAX_BULK_REPLAY};
-use crate::store::keys::KeyHolder;
-use crate::store::{Inserted, dead_letter_actions, dead_letters, outbox};
+use crate::app::{deadline, keys};
+use crate::domain::{
+    Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, KeyScope, MAX_BULK_REPLAY,
+};
+use crate::store::Guarded;
+use crate::store::dead_letter_actions::{self, ReplayTo, Targets};
+use crate::store::keys::{KeyHolder, Keyed};
 use crate::telemetry::TraceContext;
 
 impl App {
-    /// Sends one parked dead letter back to the inbound exchange (through the outbox).
-    pub async fn replay_dead_letter(
-        &self,
-        id: DeadLetterId,
-        cause: &Cause,
-        trace: &TraceContext,
-    ) -> Result<Outcome<DeadLetterDetails>, AppError> {
-        self.act_on_one(id, DeadLetterAction::Replay, cause, trace)
-            .await
-    }
-
-    /// Drops one parked dead letter (its row stays, `discarded`, as the record of it).
-    pub async fn discard_dead_letter(
-        &self,
-        id: DeadLetterId,
-        cause: &Cause,
-        trace: &TraceContext,
-    ) -> Result<Outcome<DeadLetterDetails>, AppError> {
-        self.act_on_one(id, DeadLetterAction::Discard, cause, trace)
-            .await
-    }
-
     /// Replays the parked dead letters `filter` matches, oldest first, at most
     /// [`MAX_BULK_REPLAY`]; returns how many.
     pub async fn replay_dead_letters(
@@ -54,10 +35,12 @@ impl App {
                 trace,
             },
         };
-        run(&self.pool, &command, cause).await
+        self.run(&command, cause).await
     }
 
-    async fn act_on_one(
+    /// Replays (sends back to the inbound exchange, through the outbox) or discards (its row
+    /// stays, `discarded`, as the record of it) one parked dead letter.
+    pub async fn act_on_dead_letter(
         &self,
         id: DeadLetterId,
         action: DeadLetterAction,
@@ -72,7 +55,7 @@ impl App {
                 trace,
             },
         };
-        run(&self.pool, &command, cause).await
+        self.run(&command, cause).await
     }
 }
 
@@ -92,22 +75,43 @@ struct ActOnOne<'a> {
 
 impl Command for ActOnOne<'_> {
     type Output = DeadLetterDetails;
+    /// The dead letter's status, if it exists.
+    type State = Option<DeadLetterStatus>;
+
+    async fn read(
+        &self,
+        conn: &mut PgConnection,
+        cause: &Cause,
+    ) -> Result<(Option<Keyed>, Self::State), AppError> {
+        Ok(dead_letter_actions::read(conn, key_scope(cause)?, Some(self.id)).await?)
+    }
 
     async fn attempt(
         &self,
         conn: &mut PgConnection,
         cause: &Cause,
+        status: Self::State,
     ) -> Result<Attempt<DeadLetterDetails>, AppError> {
-        let status = dead_letters::lock(conn, self.id)
-            .await?
-            .ok_or(AppError::DeadLetterNotFound(self.id))?;
-        if status != DeadLetterStatus::Parked {
-            return Err(AppError::NotParked {
-                id: self.id,
-                status,
-            });
+        match status.ok_or(AppError::DeadLetterNotFound(self.id))? {
+            DeadLetterStatus::Parked => {}
+            status => {
+                return Err(AppError::NotParked {
+                    id: self.id,
+                    status,
+                });
+            }
         }
-        let Some(written) = act(conn, self.action, &[self.id], self.to, cause).await? else {
+        let one = DeadLetterFilter {
+            ids: Some(vec![self.id]),
+            ..DeadLetterFilter::default()
+        };
+        let targets = Targets {
+            filter: &one,
+            limit: 1,
+            at_least: 1,
+        };
+        // Lost: settled by someone else since the read, which the next read finds.
+        let Some(written) = act(conn, self.action, &targets, self.to, cause).await? else {
             return Ok(Attempt::Lost);
         };
         Ok(Attempt::Applied(details(conn, self.id).await?, written))
@@ -117,6 +121,7 @@ impl Command for ActOnOne<'_> {
         &self,
         conn: &mut PgConnection,
         prior: &KeyHolder,
+        _: Self::State,
     ) -> Result<DeadLetterDetails, AppError> {
         let id = keys::action(prior)?
             .dead_letter_ids
@@ -137,52 +142,86 @@ struct ReplayMatching<'a> {
 
 impl Command for ReplayMatching<'_> {
     type Output = u64;
+    type State = ();
+
+    async fn read(
+        &self,
+        conn: &mut PgConnection,
+        cause: &Cause,
+    ) -> Result<(Option<Keyed>, ()), AppError> {
+        let (key, _) = dead_letter_actions::read(conn, key_scope(cause)?, None).await?;
+        Ok((key, ()))
+    }
 
     async fn attempt(
         &self,
         conn: &mut PgConnection,
         cause: &Cause,
+        (): (),
     ) -> Result<Attempt<u64>, AppError> {
-        let ids = dead_letters::lock_parked(conn, &self.filter, MAX_BULK_REPLAY as i64).await?;
-        let Some(written) = act(conn, DeadLetterAction::Replay, &ids, self.to, cause).await? else {
+        let targets = Targets {
+            filter: &self.filter,
+            limit: MAX_BULK_REPLAY as i64,
+            at_least: 0,
+        };
+        let action = DeadLetterAction::Replay;
+        let Some(written) = act(conn, action, &targets, self.to, cause).await? else {
             return Ok(Attempt::Lost);
         };
-        Ok(Attempt::Applied(ids.len() as u64, written))
+        let Written::DeadLetters { count, .. } = written else {
+            return Err(AppError::Invariant("a replay wrote no action"));
+        };
+        Ok(Attempt::Applied(count, written))
     }
 
-    async fn replay(&self, _: &mut PgConnection, prior: &KeyHolder) -> Result<u64, AppError> {
+    async fn replay(
+        &self,
+        _: &mut PgConnection,
+        prior: &KeyHolder,
+        (): (),
+    ) -> Result<u64, AppError> {
         Ok(keys::action(prior)?.dead_letter_ids.len() as u64)
     }
 }
 
-/// Takes `action` on `ids` (parked, and locked by the caller): records it with the request's key,
-/// settles them, and for a replay writes their outbox rows. `None`: the key was taken meanwhile.
+/// A dead-letter action's key: every one has one.
+fn key_scope(cause: &Cause) -> Result<KeyScope<'_>, AppError> {
+    cause.key_scope().ok_or(AppError::Invariant(
+        "a dead-letter action needs an Idempotency-Key",
+    ))
+}
+
+/// Takes `action` on `targets` (those still parked) with one statement: records it with the
+/// request's key, settles them, and for a replay writes their outbox rows. `None`: none was
+/// written (too few were still parked, or the key was taken meanwhile).
 async fn act(
     conn: &mut PgConnection,
     action: DeadLetterAction,
-    ids: &[DeadLetterId],
+    targets: &Targets<'_>,
     to: Destination<'_>,
     cause: &Cause,
 ) -> Result<Option<Written>, AppError> {
-    let scope = cause.key_scope().ok_or(AppError::Invariant(
-        "a dead-letter action needs an Idempotency-Key",
-    ))?;
-    let Inserted::New(()) =
-        dead_letter_actions::insert(conn, action, ids, cause.source(), scope).await?
-    else {
-        return Ok(None);
+    let replay_to = ReplayTo {
+        exchange: to.exchange,
+        trace: to.trace,
     };
-    let settled = dead_letters::settle(conn, ids, action.status()).await?;
-    if settled != ids.len() as u64 {
-        return Err(AppError::Invariant(
-            "a locked parked dead letter did not settle",
-        ));
-    }
-    if action == DeadLetterAction::Replay {
-        outbox::insert_dead_letters(conn, ids, to.exchange, to.trace).await?;
-    }
-    Ok(Some(Written::DeadLetters {
+    let replay_to = (action == DeadLetterAction::Replay).then_some(&replay_to);
+    let scope = key_scope(cause)?;
+    let within = deadline::remaining();
+    let taken = dead_letter_actions::act(
+        conn,
         action,
-        count: settled,
-    }))
+        targets,
+        cause.source(),
+        scope,
+        replay_to,
+        within,
+    );
+    match taken.await? {
+        Guarded::Applied(ids) => Ok(Some(Written::DeadLetters {
+            action,
+            count: ids.len() as u64,
+        })),
+        Guarded::Lost => Ok(None),
+    }
 }
