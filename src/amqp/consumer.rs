@@ -1,11 +1,15 @@
-//! The inbound door: consumes the inbox and hands each delivery to a [`Worker`], which applies
-//! it and settles it strictly after its command's transaction committed. Reconnects with
-//! backoff; on shutdown stops consuming and lets in-flight messages finish.
+//! The inbound door: consumes the inbox, takes deliveries together — up to `AMQP_BATCH_SIZE`,
+//! waiting at most `AMQP_BATCH_WAIT_MS` after the first for more (README "Batched consumer
+//! commits") — and hands each batch to a [`Worker`], which applies it and settles each delivery
+//! strictly after the transaction committed. Several batches are in flight at once (up to
+//! `AMQP_PREFETCH` deliveries). Reconnects with backoff; on shutdown stops consuming and lets
+//! in-flight messages finish.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
+use lapin::message::Delivery;
 use lapin::options::{
     BasicCancelOptions, BasicConsumeOptions, BasicQosOptions, ConfirmSelectOptions,
 };
@@ -13,6 +17,7 @@ use lapin::types::FieldTable;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::ack_window::Acknowledger;
 use super::connection::{AmqpError, Nodes, reconnecting};
 use super::topology::Topology;
 use super::worker::Worker;
@@ -126,7 +131,12 @@ impl Consumer {
             .await?;
         self.ready.set(true);
         self.settled.sessions.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(queue = %self.topology.inbox, prefetch = self.config.prefetch, "consuming");
+        tracing::info!(
+            queue = %self.topology.inbox,
+            prefetch = self.config.prefetch,
+            batch_size = self.config.batch_size,
+            "consuming"
+        );
 
         // Cancelled when this session ends, so handlers waiting on the database give up their
         // (then unackable) deliveries instead of holding the reconnect back.
@@ -135,6 +145,7 @@ impl Consumer {
         let worker = Arc::new(Worker {
             app: self.app.clone(),
             publisher,
+            acks: Acknowledger::new(channel.clone()),
             config: self.config.clone(),
             topology: self.topology.clone(),
             session: session.clone(),
@@ -147,14 +158,23 @@ impl Consumer {
             tokio::select! {
                 () = shutdown.cancelled() => break Ok(()),
                 () = broken.cancelled() => break Err(AmqpError::SettleFailed),
-                next = deliveries.next() => match next {
-                    Some(Ok(delivery)) => {
-                        let worker = worker.clone();
-                        in_flight.spawn(async move { worker.handle(delivery).await });
+                next = deliveries.next() => {
+                    let first = match next {
+                        Some(Ok(delivery)) => delivery,
+                        Some(Err(error)) => break Err(error.into()),
+                        None => break Err(AmqpError::ConsumerCancelled),
+                    };
+                    let (batch, end) = collect(first, &mut deliveries, &self.config).await;
+                    // In the order the channel numbered them, before any of them can be settled.
+                    for delivery in &batch {
+                        worker.acks.received(delivery.delivery_tag).await;
                     }
-                    Some(Err(error)) => break Err(error.into()),
-                    None => break Err(AmqpError::ConsumerCancelled),
-                },
+                    let worker = worker.clone();
+                    in_flight.spawn(async move { worker.handle(batch).await });
+                    if let Some(end) = end {
+                        break end;
+                    }
+                }
             }
         };
         if ended.is_ok() {
@@ -171,4 +191,30 @@ impl Consumer {
         let _ = connection.close(200, "bye".into()).await;
         ended
     }
+}
+
+/// A batch: `first` and the deliveries that follow it, up to `AMQP_BATCH_SIZE`, waiting at most
+/// `AMQP_BATCH_WAIT_MS` after `first` for them. Also how the stream ended, if it did meanwhile.
+async fn collect(
+    first: Delivery,
+    deliveries: &mut lapin::Consumer,
+    config: &AmqpConfig,
+) -> (Vec<Delivery>, Option<Result<(), AmqpError>>) {
+    let size = usize::from(config.batch_size.max(1));
+    let mut batch = Vec::with_capacity(size);
+    batch.push(first);
+    let deadline = tokio::time::Instant::now() + config.batch_wait();
+    while batch.len() < size {
+        tokio::select! {
+            // Deliveries at hand first: under load a batch fills without waiting.
+            biased;
+            next = deliveries.next() => match next {
+                Some(Ok(delivery)) => batch.push(delivery),
+                Some(Err(error)) => return (batch, Some(Err(error.into()))),
+                None => return (batch, Some(Err(AmqpError::ConsumerCancelled))),
+            },
+            () = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    (batch, None)
 }

@@ -3,6 +3,7 @@
 //! publishes committed events (and replayed dead letters), the parker that moves dead letters
 //! into Postgres, and the AsyncAPI document that describes all of it.
 
+mod ack_window;
 pub mod asyncapi;
 mod connection;
 pub mod consumer;
@@ -14,6 +15,7 @@ mod parker;
 pub mod properties;
 pub mod relay;
 mod republish;
+mod settle;
 pub mod topology;
 mod trace_headers;
 mod worker;

@@ -6,8 +6,10 @@
 //! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
 //! which keeps each order's events in version order. A raw row (a replayed dead letter) is
 //! published as it is to its own exchange (the inbound one), declared once per session. A relay
-//! wakes on the NOTIFY the application sends after committing events, and polls slowly as a
-//! fallback; it prunes old published rows itself. Each row is published in a span under the trace
+//! wakes when its own process committed events (in memory), on the NOTIFY any instance sends
+//! after committing events (coalesced: README "Outbox and relay wake-up"), and polls slowly as a
+//! fallback; however many wake-ups arrived meanwhile, one claim serves them all. It prunes old
+//! published rows itself. Each row is published in a span under the trace
 //! context stored with it, and carries that span's context as its `traceparent`, so its consumers
 //! continue the trace of its cause (a replay's: the operator's request).
 //!
@@ -19,7 +21,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Event};
@@ -29,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::connection::{AmqpError, Backoff, Nodes, reconnecting};
 use super::trace_headers;
+use crate::app::RelayWakeup;
 use crate::config::{AmqpEndpoints, RelayConfig};
 use crate::health::Signal;
 use crate::store::StoreError;
@@ -48,6 +51,8 @@ pub struct Relay {
     exchange: String,
     config: RelayConfig,
     ready: Signal,
+    /// This process's commits of events.
+    wakeup: Option<RelayWakeup>,
 }
 
 /// Why a batch stopped.
@@ -79,7 +84,15 @@ impl Relay {
             exchange,
             config,
             ready,
+            wakeup: None,
         }
+    }
+
+    /// Wakes at once when this process's application commits events (`App::relay_wakeup`), not
+    /// only on a NOTIFY or the poll.
+    pub fn woken_by(mut self, wakeup: RelayWakeup) -> Self {
+        self.wakeup = Some(wakeup);
+        self
     }
 
     /// Publishes until `shutdown`, reconnecting to the broker with backoff after failures.
@@ -141,7 +154,8 @@ impl Relay {
             tokio::select! {
                 () = shutdown.cancelled() => break Ok(()),
                 () = tokio::time::sleep(wait) => {}
-                woke = notified(&mut listener) => if !woke { listener = None },
+                () = committed(self.wakeup.as_ref()) => drain(&mut listener),
+                woke = notified(&mut listener) => if woke { drain(&mut listener) } else { listener = None },
                 event = broker_events.next() => match event {
                     Some(Event::Error(error)) => break Err(error.into()),
                     None => break Err(AmqpError::Disconnected),
@@ -332,6 +346,22 @@ async fn publish(
             properties,
         )
         .await
+}
+
+/// Waits for this process to commit events; without a wake-up, never returns.
+async fn committed(wakeup: Option<&RelayWakeup>) {
+    match wakeup {
+        Some(wakeup) => wakeup.committed().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Takes the notifications already received, without waiting: the claim that follows serves
+/// them all.
+fn drain(listener: &mut Option<PgListener>) {
+    if let Some(listener) = listener {
+        while let Some(Ok(_)) = listener.recv().now_or_never() {}
+    }
 }
 
 /// Waits for a NOTIFY; without a listener, never returns (the poll timer wakes the relay).

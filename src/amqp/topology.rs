@@ -24,6 +24,8 @@
 //! least once (`x-dead-letter-strategy`), so an expired retry is not lost on its way back to the
 //! inbox. An earlier version's classic `….retry.<ms>ms` queues are no longer declared; their
 //! messages still expire back to the inbox (README "Upgrading: the delay queues").
+//! (About 300 lines because it is the whole broker topology in one place: every name, argument
+//! and binding the service declares, which the AsyncAPI generator and the tests read too.)
 
 use std::time::Duration;
 

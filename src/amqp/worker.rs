@@ -1,36 +1,42 @@
-//! One delivery's life: parse it, run its command through [`apply`] (the same command the REST
-//! API runs), decide with [`decide`], and settle it — the original is acknowledged only after its
-//! command committed, or after its replacement (a retry or a dead letter) is confirmed.
-//! A replacement carries the original body with fresh, bounded properties (see `republish`).
+//! The deliveries the consumer takes together (a batch, README "Batched consumer commits"; one
+//! delivery when `AMQP_BATCH_SIZE` is 1): each is parsed, its event made a [`Request`] — the same
+//! command the REST API runs — and all of them applied in one transaction ([`App::apply_batch`]);
+//! [`decide`] says what becomes of each, and `settle` settles them — acknowledged only after
+//! the commit, and after any replacement (a retry or a dead letter) is confirmed. Messages that
+//! must wait (Postgres unavailable, a lock held elsewhere) stay unacknowledged and are tried
+//! again, together, after a backoff, while the others are settled.
+//!
 //! Each delivery is handled in a span of its own that continues the message's `traceparent` (or
-//! starts a trace): the events its command writes and its replacement carry that span's context.
+//! starts a trace): its command's work runs in that span, and the events it writes and its
+//! replacement carry that span's context.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lapin::Channel;
 use lapin::message::Delivery;
-use lapin::options::{BasicAckOptions, BasicPublishOptions};
-use lapin::types::ShortString;
-use lapin::{BasicProperties, Channel};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
-use super::connection::{AmqpError, Backoff};
+use super::ack_window::Acknowledger;
+use super::connection::Backoff;
 use super::consumer::Settled;
 use super::decision::{Disposition, decide};
-use super::envelope::{self, Envelope, InboundEvent};
-use super::republish::{attempt_of, republished_properties};
+use super::envelope::{self, Envelope, InboundEvent, Poison};
+use super::republish::attempt_of;
+use super::settle::Settlement;
 use super::topology::Topology;
 use super::trace_headers;
-use crate::app::App;
+use crate::app::{App, Item, Request};
 use crate::config::AmqpConfig;
 use crate::domain::{Cause, ReasonClass};
-use crate::telemetry::{TraceContext, continue_trace, escaped};
+use crate::telemetry::{TraceContext, continue_trace, error_chain, escaped};
 
-/// Everything a delivery's handler needs.
+/// Everything a batch's handler needs.
 pub(super) struct Worker {
     pub(super) app: App,
     pub(super) publisher: Channel,
+    /// The consuming channel's acknowledgements.
+    pub(super) acks: Acknowledger,
     pub(super) config: Arc<AmqpConfig>,
     pub(super) topology: Arc<Topology>,
     pub(super) session: CancellationToken,
@@ -41,11 +47,22 @@ pub(super) struct Worker {
     pub(super) max_message_bytes: usize,
 }
 
-impl Worker {
-    pub(super) async fn handle(&self, delivery: Delivery) {
+/// One delivery on its way through: parsed, with its span and the trace its effects carry.
+pub(super) struct Message {
+    pub(super) delivery: Delivery,
+    parsed: Result<Envelope, Poison>,
+    event_type: &'static str,
+    pub(super) attempt: u32,
+    started: Instant,
+    pub(super) span: tracing::Span,
+    pub(super) trace: TraceContext,
+}
+
+impl Message {
+    fn receive(delivery: Delivery, max_message_bytes: usize) -> Self {
         let started = Instant::now();
         let attempt = attempt_of(&delivery.properties);
-        let parsed = envelope::parse_bounded(&delivery.data, self.max_message_bytes);
+        let parsed = envelope::parse_bounded(&delivery.data, max_message_bytes);
         let (event_id, event_type, order_id) = match &parsed {
             Ok(e) => (
                 e.event_id.to_string(),
@@ -74,147 +91,136 @@ impl Worker {
         );
         let sender = trace_headers::parent(delivery.properties.headers().as_ref());
         let trace = continue_trace(&span, sender.as_ref());
-        async move {
-            let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
-            let disposition = loop {
-                let disposition = match &parsed {
-                    Err(poison) => Disposition::DeadLetter {
-                        reason: ReasonClass::Poison.reason(&poison.to_string()),
-                    },
-                    Ok(envelope) => apply(&self.app, envelope, &trace).await,
-                };
-                let Disposition::Wait { reason } = disposition else {
-                    break disposition;
-                };
-                let delay = backoff.next_delay();
-                tracing::warn!(reason = %escaped(&reason), retry_in = ?delay, "cannot process now; keeping the message");
-                tokio::select! {
-                    () = tokio::time::sleep(delay) => {}
-                    // Left unacknowledged: the broker redelivers it to whoever consumes next.
-                    () = self.session.cancelled() => return,
-                }
-            };
-            let outcome = match self.settle(&delivery, attempt, disposition, &trace).await {
-                Ok(outcome) => {
-                    self.settled.record(outcome);
-                    outcome
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "could not settle the message; it will be redelivered");
-                    self.broken.cancel();
-                    "unsettled"
-                }
-            };
-            metrics::counter!("amqp_messages_total", "type" => event_type, "outcome" => outcome)
-                .increment(1);
-            metrics::histogram!("amqp_message_duration_seconds", "type" => event_type)
-                .record(started.elapsed().as_secs_f64());
-        }
-        .instrument(span)
-        .await
-    }
-
-    /// Acts on the decision; the original is acknowledged only once its replacement (retry or
-    /// dead letter), carrying `trace`, is confirmed by the broker.
-    async fn settle(
-        &self,
-        delivery: &Delivery,
-        attempt: u32,
-        disposition: Disposition,
-        trace: &TraceContext,
-    ) -> Result<&'static str, AmqpError> {
-        let outcome = match disposition {
-            Disposition::Ack { outcome } => {
-                tracing::debug!(outcome, "applied");
-                outcome
-            }
-            Disposition::Retry { reason } if attempt < self.config.max_attempts => {
-                let delay = self.config.retry_delay(attempt);
-                tracing::info!(reason = %escaped(&reason), ?delay, "premature; retrying later");
-                let properties = republished_properties(delivery, attempt + 1, &reason, trace);
-                self.publish("", &self.topology.retry_queue(delay), delivery, properties)
-                    .await?;
-                "retried"
-            }
-            Disposition::Retry { reason } => {
-                let reason = format!("{reason} (gave up after {attempt} attempts)");
-                self.dead_letter(delivery, reason, trace).await?;
-                "dead_lettered"
-            }
-            Disposition::DeadLetter { reason } => {
-                self.dead_letter(delivery, reason, trace).await?;
-                "dead_lettered"
-            }
-            Disposition::Wait { .. } => return Ok("unsettled"),
-        };
-        delivery.ack(BasicAckOptions::default()).await?;
-        Ok(outcome)
-    }
-
-    async fn dead_letter(
-        &self,
-        delivery: &Delivery,
-        reason: String,
-        trace: &TraceContext,
-    ) -> Result<(), AmqpError> {
-        tracing::warn!(reason = %escaped(&reason), "dead-lettering");
-        let attempt = attempt_of(&delivery.properties);
-        let properties = republished_properties(delivery, attempt, &reason, trace);
-        let routing_key = delivery.routing_key.as_str().to_owned();
-        self.publish(
-            &self.topology.dead_letter_exchange,
-            &routing_key,
+        Self {
             delivery,
-            properties,
-        )
-        .await
+            parsed,
+            event_type,
+            attempt,
+            started,
+            span,
+            trace,
+        }
     }
 
-    /// Publishes the original body with `properties` and waits for the broker's confirm.
-    async fn publish(
-        &self,
-        exchange: &str,
-        routing_key: &str,
-        delivery: &Delivery,
-        properties: BasicProperties,
-    ) -> Result<(), AmqpError> {
-        let confirm = self
-            .publisher
-            .basic_publish(
-                ShortString::from(exchange),
-                ShortString::from(routing_key),
-                BasicPublishOptions::default(),
-                &delivery.data,
-                properties,
-            )
-            .await?
-            .await?;
-        if confirm.is_nack() {
-            return Err(AmqpError::Nacked);
-        }
-        Ok(())
+    /// Counts the message as handled, with how it ended.
+    pub(super) fn finish(&self, outcome: &'static str) {
+        let event_type = self.event_type;
+        metrics::counter!("amqp_messages_total", "type" => event_type, "outcome" => outcome)
+            .increment(1);
+        metrics::histogram!("amqp_message_duration_seconds", "type" => event_type)
+            .record(self.started.elapsed().as_secs_f64());
     }
 }
 
-/// Runs the event's command — the same one the REST API runs — under `trace`, the context of
-/// the delivery's span, and decides the disposition.
-pub async fn apply(app: &App, envelope: &Envelope, trace: &TraceContext) -> Disposition {
-    let cause = Cause::Amqp {
-        event_id: envelope.event_id.clone(),
-    };
-    match &envelope.event {
-        InboundEvent::OrderPlaced(new) => decide(&app.place(new.clone(), &cause, trace).await),
-        InboundEvent::PaymentSucceeded(payment) => {
-            decide(&app.record_payment(payment.clone(), &cause, trace).await)
-        }
-        InboundEvent::RefundSucceeded(refund) => {
-            decide(&app.record_refund(refund.clone(), &cause, trace).await)
-        }
-        InboundEvent::ShipmentDispatched { order_id, shipment } => {
-            decide(&app.ship(*order_id, shipment, None, &cause, trace).await)
-        }
-        InboundEvent::CancellationRequested { order_id, reason } => {
-            decide(&app.cancel(*order_id, reason, None, &cause, trace).await)
+impl Worker {
+    pub(super) async fn handle(&self, deliveries: Vec<Delivery>) {
+        metrics::histogram!("amqp_batch_size").record(deliveries.len() as f64);
+        let mut pending: Vec<Message> = deliveries
+            .into_iter()
+            .map(|delivery| Message::receive(delivery, self.max_message_bytes))
+            .collect();
+        let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+        loop {
+            let (settling, waiting) = self.decide(pending).await;
+            self.settle(settling).await;
+            if waiting.is_empty() {
+                return;
+            }
+            let delay = backoff.next_delay();
+            for (message, reason) in &waiting {
+                message.span.in_scope(|| {
+                    tracing::warn!(reason = %escaped(reason), retry_in = ?delay, "cannot process now; keeping the message");
+                });
+            }
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                // Left unacknowledged: the broker redelivers them to whoever consumes next.
+                () = self.session.cancelled() => return,
+            }
+            pending = waiting.into_iter().map(|(message, _)| message).collect();
         }
     }
+
+    /// Applies the parsed messages together and decides each: those settled now, and those
+    /// that must wait, with the reason.
+    async fn decide(
+        &self,
+        messages: Vec<Message>,
+    ) -> (Vec<(Message, Settlement)>, Vec<(Message, String)>) {
+        let mut settling = Vec::with_capacity(messages.len());
+        let mut parsed = Vec::with_capacity(messages.len());
+        let mut items = Vec::with_capacity(messages.len());
+        for message in messages {
+            match &message.parsed {
+                Ok(envelope) => {
+                    items.push(Item {
+                        request: request(&envelope.event),
+                        cause: cause(envelope),
+                        trace: message.trace.clone(),
+                        span: message.span.clone(),
+                    });
+                    parsed.push(message);
+                }
+                Err(poison) => {
+                    let reason = ReasonClass::Poison.reason(&poison.to_string());
+                    settling.push((message, Settlement::DeadLetter(reason)));
+                }
+            }
+        }
+        let dispositions: Vec<Disposition> = match self
+            .app
+            .apply_batch(&items, self.config.batch_lock_wait())
+            .await
+        {
+            Ok(results) => results.iter().map(decide).collect(),
+            // Postgres is unavailable: nothing of the batch committed, every message waits.
+            Err(error) => {
+                let reason = error_chain(&error);
+                let wait = || Disposition::Wait {
+                    reason: reason.clone(),
+                };
+                std::iter::repeat_with(wait).take(items.len()).collect()
+            }
+        };
+        let mut waiting = Vec::new();
+        for (message, disposition) in parsed.into_iter().zip(dispositions) {
+            match Settlement::of(disposition) {
+                Ok(settlement) => settling.push((message, settlement)),
+                Err(reason) => waiting.push((message, reason)),
+            }
+        }
+        (settling, waiting)
+    }
+}
+
+/// The command an event asks for.
+fn request(event: &InboundEvent) -> Request {
+    match event {
+        InboundEvent::OrderPlaced(new) => Request::Place(new.clone()),
+        InboundEvent::PaymentSucceeded(payment) => Request::RecordPayment(payment.clone()),
+        InboundEvent::RefundSucceeded(refund) => Request::RecordRefund(refund.clone()),
+        InboundEvent::ShipmentDispatched { order_id, shipment } => Request::Ship {
+            order_id: *order_id,
+            shipment: shipment.clone(),
+        },
+        InboundEvent::CancellationRequested { order_id, reason } => Request::Cancel {
+            order_id: *order_id,
+            reason: reason.clone(),
+        },
+    }
+}
+
+fn cause(envelope: &Envelope) -> Cause {
+    Cause::Amqp {
+        event_id: envelope.event_id.clone(),
+    }
+}
+
+/// Runs the event's command alone — the same one the REST API runs — under `trace`, the
+/// context of the delivery's span, and decides the disposition.
+pub async fn apply(app: &App, envelope: &Envelope, trace: &TraceContext) -> Disposition {
+    decide(
+        &app.apply(&request(&envelope.event), &cause(envelope), trace)
+            .await,
+    )
 }

@@ -1,38 +1,54 @@
 //! The application layer: the commands both doors call (place, record a payment or a refund,
 //! ship, cancel), the payment-expiry sweep, the queries the REST API serves, and parked dead
-//! letters (`dead_letters`: parking, reading, replaying and discarding them). It is the only place that opens transactions and decides
-//! outcomes; the doors translate requests in and outcomes out, nothing more.
+//! letters (`dead_letters`: parking, reading, replaying and discarding them). It is the only
+//! place that decides outcomes and opens the transactions commands need (a command alone needs
+//! none; a consumer batch is one); the doors translate requests in and outcomes out, nothing
+//! more.
 //!
-//! Every command runs through one function, [`runner::run`]: begin; if the request's
-//! Idempotency-Key already holds a change, replay it; otherwise read, let the domain decide, and
-//! write with guarded statements. A guard that finds someone else got there first rolls the
-//! attempt back and the runner re-reads and decides again.
+//! Every command runs through one function, `App::run` (`runner`): read its state and the request
+//! holding its Idempotency-Key in one statement; replay that request's change if there is one;
+//! otherwise let the domain decide, and write the change with one guarded statement. A guard that
+//! finds someone else got there first wrote nothing, and the runner re-reads and decides again.
+//! After a change, the outbox relays are woken (`wakeup`).
+//!
+//! A door that receives commands mixed names them with one [`Request`] type; the consumer runs
+//! them in one transaction ([`App::apply_batch`], `batch.rs`), each step under a savepoint of its
+//! own (README "Batched consumer commits").
 
+mod batch;
 pub mod dead_letters;
+mod deadline;
 mod error;
 mod events;
 mod expiry;
 pub mod field_schemas;
 mod keys;
 mod ledger;
+mod order_command;
 mod outcome;
 mod place;
 mod queries;
+mod request;
 mod runner;
 mod status_change;
 pub mod views;
+mod wakeup;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgPool;
 
+pub use batch::{Item, ItemResult};
+pub use deadline::within;
 pub use error::AppError;
 pub use events::OutboundEnvelope;
 pub use expiry::Sweep;
 pub use ledger::Receipt;
 pub use outcome::Outcome;
 pub use queries::{Cursor, OrderPage, PageRequest};
+pub use request::{Effect, Request};
+pub use wakeup::{NOTIFY_EVERY, RelayWakeup};
 
 use crate::config::DEFAULT_INBOUND_EXCHANGE;
 use crate::store;
@@ -46,15 +62,23 @@ pub struct App {
     pool: PgPool,
     /// Where a replayed dead letter goes: the inbound exchange (`AMQP_INBOUND_EXCHANGE`).
     replay_exchange: Arc<str>,
+    /// Woken after every change: the outbox relays.
+    wakeup: RelayWakeup,
 }
 
 impl App {
     /// The application over `pool`, replaying dead letters to the default inbound exchange.
     pub fn new(pool: PgPool) -> Self {
         Self {
+            wakeup: RelayWakeup::new(pool.clone()),
             pool,
             replay_exchange: DEFAULT_INBOUND_EXCHANGE.into(),
         }
+    }
+
+    /// What this application wakes after every change: this process's relay waits on it.
+    pub fn relay_wakeup(&self) -> RelayWakeup {
+        self.wakeup.clone()
     }
 
     /// Replayed dead letters go to `exchange` (the configured inbound exchange).

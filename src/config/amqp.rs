@@ -5,10 +5,11 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{
+    DEFAULT_AMQP_BATCH_LOCK_WAIT_MS, DEFAULT_AMQP_BATCH_SIZE, DEFAULT_AMQP_BATCH_WAIT_MS,
     DEFAULT_AMQP_DELIVERY_LIMIT, DEFAULT_AMQP_MAX_ATTEMPTS, DEFAULT_AMQP_PREFETCH,
     DEFAULT_AMQP_RETRY_BASE_MS, DEFAULT_AMQP_RETRY_MAX_MS, DEFAULT_DEAD_LETTER_EXCHANGE,
     DEFAULT_DEAD_LETTER_QUEUE, DEFAULT_INBOUND_EXCHANGE, DEFAULT_INBOX_QUEUE,
-    DEFAULT_OUTBOUND_EXCHANGE,
+    DEFAULT_OUTBOUND_EXCHANGE, MAX_AMQP_BATCH_SIZE,
 };
 
 /// The RabbitMQ side: names of the topology (README "Messaging") and consumer tuning.
@@ -41,6 +42,25 @@ pub struct AmqpConfig {
     /// Unacknowledged messages the consumer holds (and processes concurrently) at once.
     #[arg(long, global = true, env = "AMQP_PREFETCH", default_value_t = DEFAULT_AMQP_PREFETCH)]
     pub prefetch: u16,
+
+    /// Deliveries applied together in one transaction, each under a savepoint, and acknowledged
+    /// after its commit (README "Batched consumer commits"); 1 applies each on its own. At most
+    /// `AMQP_PREFETCH` are ever held, so a larger batch is never full; at most 64, as more
+    /// savepoints that write in one transaction overflow Postgres' per-session cache of them and
+    /// slow every session's snapshots.
+    #[arg(id = "amqp_batch_size", long = "amqp-batch-size", global = true, env = "AMQP_BATCH_SIZE", default_value_t = DEFAULT_AMQP_BATCH_SIZE, value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_AMQP_BATCH_SIZE)))]
+    pub batch_size: u16,
+
+    /// How long a batch waits for more deliveries after its first, when no more are at hand
+    /// (milliseconds).
+    #[arg(id = "amqp_batch_wait_ms", long = "amqp-batch-wait-ms", global = true, env = "AMQP_BATCH_WAIT_MS", default_value_t = DEFAULT_AMQP_BATCH_WAIT_MS)]
+    pub batch_wait_ms: u64,
+
+    /// How long a statement in a batch of several deliveries waits for a row or key lock another
+    /// transaction holds before its message is rolled back to its savepoint and tried again, on
+    /// its own, after a backoff (milliseconds). A batch of one waits `LOCK_TIMEOUT_MS`.
+    #[arg(id = "amqp_batch_lock_wait_ms", long = "amqp-batch-lock-wait-ms", global = true, env = "AMQP_BATCH_LOCK_WAIT_MS", default_value_t = DEFAULT_AMQP_BATCH_LOCK_WAIT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_lock_wait_ms: u64,
 
     /// Deliveries of a premature message (unknown order, ship before paid) before it is
     /// dead-lettered.
@@ -75,6 +95,9 @@ impl Default for AmqpConfig {
             dead_letter_queue: DEFAULT_DEAD_LETTER_QUEUE.to_owned(),
             outbound_exchange: DEFAULT_OUTBOUND_EXCHANGE.to_owned(),
             prefetch: DEFAULT_AMQP_PREFETCH,
+            batch_size: DEFAULT_AMQP_BATCH_SIZE,
+            batch_wait_ms: DEFAULT_AMQP_BATCH_WAIT_MS,
+            batch_lock_wait_ms: DEFAULT_AMQP_BATCH_LOCK_WAIT_MS,
             max_attempts: DEFAULT_AMQP_MAX_ATTEMPTS,
             delivery_limit: DEFAULT_AMQP_DELIVERY_LIMIT,
             retry_base_ms: DEFAULT_AMQP_RETRY_BASE_MS,
@@ -84,6 +107,16 @@ impl Default for AmqpConfig {
 }
 
 impl AmqpConfig {
+    /// [`AmqpConfig::batch_wait_ms`] as a duration.
+    pub fn batch_wait(&self) -> Duration {
+        Duration::from_millis(self.batch_wait_ms)
+    }
+
+    /// [`AmqpConfig::batch_lock_wait_ms`] as a duration.
+    pub fn batch_lock_wait(&self) -> Duration {
+        Duration::from_millis(self.batch_lock_wait_ms)
+    }
+
     /// The delay before attempt `attempt + 1`, for `attempt >= 1`: base · 2^(attempt-1), capped.
     pub fn retry_delay(&self, attempt: u32) -> Duration {
         let factor = 1u64 << attempt.saturating_sub(1).min(20);

@@ -2,6 +2,7 @@
 //! defaults of the README's "Configuration" section. Every default is a `DEFAULT_*` constant
 //! here, the one source that clap, the tests and the bench read; each group of settings lives
 //! in a submodule of its own.
+//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
@@ -38,6 +39,17 @@ pub const DEFAULT_DEAD_LETTER_EXCHANGE: &str = "order-service.dlx";
 pub const DEFAULT_DEAD_LETTER_QUEUE: &str = "order-service.dead-letter";
 pub const DEFAULT_OUTBOUND_EXCHANGE: &str = "order-service.events";
 pub const DEFAULT_AMQP_PREFETCH: u16 = 64;
+/// Deliveries per consumer transaction (README "Batched consumer commits": measured best).
+pub const DEFAULT_AMQP_BATCH_SIZE: u16 = 16;
+pub const DEFAULT_AMQP_BATCH_WAIT_MS: u64 = 2;
+/// How long a statement of a batch of several deliveries waits for a lock (README "Batched
+/// consumer commits"): a few of a concurrent batch's commits, so that a message whose order
+/// stays locked leaves its batch quickly instead of holding the others' acknowledgements.
+pub const DEFAULT_AMQP_BATCH_LOCK_WAIT_MS: u64 = 100;
+/// Postgres keeps the ids of up to 64 subtransactions that wrote per session in shared memory
+/// (`PGPROC_MAX_CACHED_SUBXIDS`); one more and every session's visibility checks must read
+/// `pg_subtrans`. A batch writes under at most one savepoint per delivery.
+pub const MAX_AMQP_BATCH_SIZE: u16 = 64;
 pub const DEFAULT_AMQP_MAX_ATTEMPTS: u32 = 10;
 /// Broker deliveries without a settlement before the broker dead-letters a message (README
 /// "Messaging": the crash-loop guard).
@@ -219,6 +231,8 @@ mod tests {
         assert_eq!(config.amqp.dead_letter_queue, "order-service.dead-letter");
         assert_eq!(config.amqp.outbound_exchange, "order-service.events");
         assert_eq!(config.amqp.max_attempts, 10);
+        assert_eq!(config.amqp.batch_size, DEFAULT_AMQP_BATCH_SIZE);
+        assert_eq!(config.amqp.batch_wait(), Duration::from_millis(2));
         assert_eq!(config.amqp.delivery_limit, 20);
         assert_eq!(config.relay.retention(), Duration::from_secs(7 * 24 * 3600));
         assert!(config.auth.clients.is_none() && config.auth.clients_file.is_none());
@@ -245,6 +259,16 @@ mod tests {
     #[test]
     fn the_amqp_default_is_what_clap_applies() {
         assert_eq!(AmqpConfig::default(), defaults().amqp);
+    }
+
+    #[test]
+    fn a_batch_size_is_from_one_to_the_subtransaction_cache() {
+        assert!(Cli::try_parse_from(["order-service", "--amqp-batch-size", "0"]).is_err());
+        assert!(Cli::try_parse_from(["order-service", "--amqp-batch-size", "65"]).is_err());
+        let most = Cli::try_parse_from(["order-service", "--amqp-batch-size", "64"]).expect("64");
+        assert_eq!(most.config.amqp.batch_size, MAX_AMQP_BATCH_SIZE);
+        let one = Cli::try_parse_from(["order-service", "--amqp-batch-size", "1"]).expect("one");
+        assert_eq!(one.config.amqp.batch_size, 1);
     }
 
     #[test]

@@ -51,12 +51,7 @@ async fn lock_order_and_pay(
     order: Uuid,
     event_id: &str,
 ) -> (sqlx::Transaction<'static, sqlx::Postgres>, Vec<u8>) {
-    let mut lock = h.db.pool.begin().await.expect("begin");
-    sqlx::query("SELECT 1 FROM orders WHERE id = $1 FOR UPDATE")
-        .bind(order)
-        .execute(&mut *lock)
-        .await
-        .expect("lock the order");
+    let lock = h.lock_order(order).await;
     let payment = h
         .publish(
             event_id,

@@ -27,7 +27,9 @@ use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use order_service::config::{AmqpConfig, AmqpEndpoints, RelayConfig};
 use order_service::health::{Readiness, Signal};
 
-use crate::common::{AMQP_URL, TestDb, amqp_config, block_on_detached, eventually, topology_env};
+use crate::common::{
+    AMQP_URL, TestDb, amqp_config, batch_env, block_on_detached, eventually, topology_env,
+};
 
 pub const WAIT: Duration = Duration::from_secs(30);
 
@@ -371,6 +373,7 @@ impl Harness {
             .env("DB_MAX_CONNECTIONS", "4")
             .env("OUTBOX_POLL_MS", "200")
             .envs(topology_env(config))
+            .envs(batch_env(config))
             .env("AMQP_DELIVERY_LIMIT", config.delivery_limit.to_string())
             .envs(env.iter().copied())
             .stdout(output())
@@ -492,6 +495,17 @@ impl Harness {
             self.order_state(order).await.filter(|s| s.0 == status)
         })
         .await
+    }
+
+    /// Locks `order`'s row in a transaction the caller holds (until it rolls it back).
+    pub async fn lock_order(&self, order: Uuid) -> sqlx::Transaction<'static, sqlx::Postgres> {
+        let mut lock = self.db.pool.begin().await.expect("begin");
+        sqlx::query("SELECT 1 FROM orders WHERE id = $1 FOR UPDATE")
+            .bind(order)
+            .execute(&mut *lock)
+            .await
+            .expect("lock the order");
+        lock
     }
 
     /// Messages in a queue that are ready for delivery (not those held unacknowledged).

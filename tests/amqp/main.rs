@@ -3,6 +3,7 @@
 //! collector).
 
 mod asyncapi;
+mod batches;
 mod collector;
 #[path = "../common/mod.rs"]
 mod common;

@@ -20,7 +20,7 @@ use tokio::process::{Child, Command};
 
 use crate::common::http;
 use crate::common::proxy::Proxy;
-use crate::common::{AMQP_URL, amqp_config, eventually, topology_env};
+use crate::common::{AMQP_URL, amqp_config, batch_env, eventually, topology_env};
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
@@ -148,6 +148,7 @@ impl Cluster {
             .env("ORDER_PAYMENT_TIMEOUT_SECS", timeout)
             .env("ORDER_EXPIRY_SWEEP_SECS", "1")
             .envs(topology_env(&self.config))
+            .envs(batch_env(&self.config))
             .stdout(Stdio::from(log.try_clone().expect("log")))
             .stderr(Stdio::from(log))
             .kill_on_drop(true)

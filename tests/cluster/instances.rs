@@ -10,7 +10,7 @@ use tokio::process::{Child, Command};
 
 use order_service::config::AmqpConfig;
 
-use crate::common::{http, topology_env};
+use crate::common::{batch_env, http, topology_env};
 use crate::node::free_port;
 
 pub struct Instance {
@@ -45,6 +45,7 @@ impl Instance {
             .env("OUTBOX_POLL_MS", "250")
             .env("SHUTDOWN_GRACE_SECS", "5")
             .envs(topology_env(config))
+            .envs(batch_env(config))
             .stdout(Stdio::from(file.try_clone().expect("log")))
             .stderr(Stdio::from(file))
             .kill_on_drop(true)

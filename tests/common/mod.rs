@@ -225,11 +225,47 @@ pub fn amqp_config(prefix: &str) -> AmqpConfig {
         dead_letter_queue: format!("{prefix}.dead-letter"),
         outbound_exchange: format!("{prefix}.order-events"),
         prefetch: 64,
+        batch_size: batch_size(),
+        batch_wait_ms: batch_wait_ms(),
+        batch_lock_wait_ms: order_service::config::DEFAULT_AMQP_BATCH_LOCK_WAIT_MS,
         max_attempts: 10,
         delivery_limit: order_service::config::DEFAULT_AMQP_DELIVERY_LIMIT,
         retry_base_ms: 1_000,
         retry_max_ms: 60_000,
     }
+}
+
+/// The consumer's batch size for the suites: `AMQP_BATCH_SIZE` of the test's own environment
+/// if set (`AMQP_BATCH_SIZE=1 cargo test --test amqp` runs the suite one message at a time),
+/// else the service's default (README "Batched consumer commits").
+pub fn batch_size() -> u16 {
+    std::env::var("AMQP_BATCH_SIZE")
+        .ok()
+        .and_then(|size| size.parse().ok())
+        .filter(|size| (1..=order_service::config::MAX_AMQP_BATCH_SIZE).contains(size))
+        .unwrap_or(order_service::config::DEFAULT_AMQP_BATCH_SIZE)
+}
+
+/// How long the suites' batches wait for more deliveries: `AMQP_BATCH_WAIT_MS` of the test's own
+/// environment if set (a longer wait fills batches where deliveries trickle in, as in the chaos
+/// checker), else the service's default.
+pub fn batch_wait_ms() -> u64 {
+    std::env::var("AMQP_BATCH_WAIT_MS")
+        .ok()
+        .and_then(|wait| wait.parse().ok())
+        .unwrap_or(order_service::config::DEFAULT_AMQP_BATCH_WAIT_MS)
+}
+
+/// The environment that gives a service process `config`'s consumer batching.
+pub fn batch_env(config: &AmqpConfig) -> [(&'static str, String); 3] {
+    [
+        ("AMQP_BATCH_SIZE", config.batch_size.to_string()),
+        ("AMQP_BATCH_WAIT_MS", config.batch_wait_ms.to_string()),
+        (
+            "AMQP_BATCH_LOCK_WAIT_MS",
+            config.batch_lock_wait_ms.to_string(),
+        ),
+    ]
 }
 
 /// Messages in `queue` that are ready for delivery (not those held unacknowledged), as a

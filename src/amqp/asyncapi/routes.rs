@@ -2,6 +2,8 @@
 //! [`Topology`] the service declares. Inbound: each type on the inbound exchange, received
 //! through the inbox; premature ones wait in the delay queues, dead ones go to the dead-letter
 //! exchange and queue. Outbound: each type on the outbound exchange, sent by the relay.
+//! (About 300 lines because it is every channel and operation of the document in one place, in
+//! the order a reader of the document meets them.)
 
 use serde_json::{Map, Value, json};
 
@@ -55,9 +57,12 @@ impl<'a> Routes<'a> {
             let binding = bindings::exchange(&t.inbound_exchange, "topic", self.vhost);
             self.channel(&channel, name, &description, binding, &[name]);
             let description = format!(
-                "Applied in one transaction and acknowledged after its commit; a duplicate \
+                "Applied in one transaction with up to {} ({}) deliveries taken together, each \
+                 under a savepoint of its own, and acknowledged after that commit; a duplicate \
                  changes nothing. Premature ⇒ `retry`; never applicable ⇒ `deadLetter`. Up to \
                  {} ({}) messages are handled at once.",
+                setting("amqp_batch_size"),
+                self.config.batch_size,
                 setting("prefetch"),
                 self.config.prefetch
             );

@@ -224,6 +224,7 @@ fn every_setting_is_named_by_its_environment_variable() {
         "dead_letter_queue",
         "outbound_exchange",
         "prefetch",
+        "amqp_batch_size",
         "max_attempts",
         "delivery_limit",
         "retry_base_ms",

@@ -1,0 +1,151 @@
+//! Settling the messages of a batch whose commands are through: first every replacement (a
+//! retry to its delay queue, or a dead letter) is published and confirmed by the broker, then the
+//! originals are acknowledged — in as few acks as the channel's window allows (`ack_window`). A
+//! replacement carries the original body with fresh, bounded properties (see `republish`) and
+//! the trace of the message's span. A failed publish or ack ends the session: the unsettled
+//! messages come back, and the data model absorbs what they already did.
+
+use futures::future::join_all;
+use lapin::BasicProperties;
+use lapin::options::BasicPublishOptions;
+use lapin::types::ShortString;
+use tracing::Instrument;
+
+use super::connection::AmqpError;
+use super::decision::Disposition;
+use super::republish::republished_properties;
+use super::worker::{Message, Worker};
+use crate::telemetry::escaped;
+
+/// A disposition that settles the message now: every one but [`Disposition::Wait`].
+pub(super) enum Settlement {
+    Ack(&'static str),
+    Retry(String),
+    DeadLetter(String),
+}
+
+impl Settlement {
+    /// The settlement `disposition` asks for, or the reason to wait.
+    pub(super) fn of(disposition: Disposition) -> Result<Self, String> {
+        match disposition {
+            Disposition::Ack { outcome } => Ok(Settlement::Ack(outcome)),
+            Disposition::Retry { reason } => Ok(Settlement::Retry(reason)),
+            Disposition::DeadLetter { reason } => Ok(Settlement::DeadLetter(reason)),
+            Disposition::Wait { reason } => Err(reason),
+        }
+    }
+}
+
+impl Worker {
+    /// Publishes the replacements (all confirmed), then acknowledges the originals, and counts
+    /// each message with how it ended.
+    pub(super) async fn settle(&self, settling: Vec<(Message, Settlement)>) {
+        if settling.is_empty() {
+            return;
+        }
+        let replaced = join_all(settling.iter().map(|(message, settlement)| {
+            self.replace(message, settlement)
+                .instrument(message.span.clone())
+        }))
+        .await;
+        let tags: Vec<u64> = settling
+            .iter()
+            .zip(&replaced)
+            .filter(|(_, replaced)| replaced.is_ok())
+            .map(|((message, _), _)| message.delivery.delivery_tag)
+            .collect();
+        let acked = self.acks.ack(&tags).await.map_err(AmqpError::from);
+        for ((message, _), replaced) in settling.into_iter().zip(replaced) {
+            let outcome = match (replaced, &acked) {
+                (Ok(outcome), Ok(())) => {
+                    self.settled.record(outcome);
+                    outcome
+                }
+                (Err(error), _) => self.unsettled(&message, &error),
+                (Ok(_), Err(error)) => self.unsettled(&message, error),
+            };
+            message.finish(outcome);
+        }
+    }
+
+    fn unsettled(&self, message: &Message, error: &AmqpError) -> &'static str {
+        message.span.in_scope(|| {
+            tracing::warn!(%error, "could not settle the message; it will be redelivered");
+        });
+        self.broken.cancel();
+        "unsettled"
+    }
+
+    /// Publishes what replaces the original, if anything, and waits for the broker's confirm;
+    /// returns how the message ended.
+    async fn replace(
+        &self,
+        message: &Message,
+        settlement: &Settlement,
+    ) -> Result<&'static str, AmqpError> {
+        let attempt = message.attempt;
+        match settlement {
+            Settlement::Ack(outcome) => {
+                tracing::debug!(outcome, "applied");
+                Ok(outcome)
+            }
+            Settlement::Retry(reason) if attempt < self.config.max_attempts => {
+                let delay = self.config.retry_delay(attempt);
+                tracing::info!(reason = %escaped(reason), ?delay, "premature; retrying later");
+                let properties =
+                    republished_properties(&message.delivery, attempt + 1, reason, &message.trace);
+                let queue = self.topology.retry_queue(delay);
+                self.publish("", &queue, message, properties).await?;
+                Ok("retried")
+            }
+            Settlement::Retry(reason) => {
+                let reason = format!("{reason} (gave up after {attempt} attempts)");
+                self.dead_letter(message, &reason).await?;
+                Ok("dead_lettered")
+            }
+            Settlement::DeadLetter(reason) => {
+                self.dead_letter(message, reason).await?;
+                Ok("dead_lettered")
+            }
+        }
+    }
+
+    async fn dead_letter(&self, message: &Message, reason: &str) -> Result<(), AmqpError> {
+        tracing::warn!(reason = %escaped(reason), "dead-lettering");
+        let delivery = &message.delivery;
+        let properties = republished_properties(delivery, message.attempt, reason, &message.trace);
+        let routing_key = delivery.routing_key.as_str().to_owned();
+        self.publish(
+            &self.topology.dead_letter_exchange,
+            &routing_key,
+            message,
+            properties,
+        )
+        .await
+    }
+
+    /// Publishes the original body with `properties` and waits for the broker's confirm.
+    async fn publish(
+        &self,
+        exchange: &str,
+        routing_key: &str,
+        message: &Message,
+        properties: BasicProperties,
+    ) -> Result<(), AmqpError> {
+        let confirm = self
+            .publisher
+            .basic_publish(
+                ShortString::from(exchange),
+                ShortString::from(routing_key),
+                BasicPublishOptions::default(),
+                &message.delivery.data,
+                properties,
+            )
+            .await?
+            .await?;
+        if confirm.is_nack() {
+            return Err(AmqpError::Nacked);
+        }
+        Ok(())
+    }
+}
