@@ -102,7 +102,8 @@ async fn main() -> anyhow::Result<()> {
         exchange.clone(),
         config,
         Readiness::default().register("relay"),
-    );
+    )
+    .woken_by(app.relay_wakeup());
     let relay_task = tokio::spawn(relay.run(shutdown.clone()));
     tokio::time::sleep(Duration::from_secs(1)).await;
 

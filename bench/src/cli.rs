@@ -5,17 +5,32 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use clap::builder::TypedValueParser as _;
+
+/// Deliveries per transaction of the batched raw designs: the consumer's default
+/// batch (`AMQP_BATCH_SIZE`), so that both batch alike.
+pub const DEFAULT_BATCH_SIZE: usize = order_service::config::DEFAULT_AMQP_BATCH_SIZE as usize;
+
+/// The consumer batch sizes (`AMQP_BATCH_SIZE`) of the batch-size curve.
+pub const BATCH_CURVE: [usize; 4] = [1, 4, 16, 64];
+
+/// The Postgres server the bench (and its tests) create their databases on.
+pub const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// The concurrency levels of the scaling curve.
+pub const SCALING_CURVE: [usize; 5] = [1, 2, 4, 8, 16];
 
 /// Throughput and cost of order-service against the raw-SQL ceiling and the dedup-table design,
 /// measured in one run against the local Postgres and RabbitMQ.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "order-service-bench", version)]
 pub struct Cli {
-    /// Orders per consumer repetition: each gets one `order.placed` and one `payment.succeeded`.
-    #[arg(long, default_value_t = 2_000)]
+    /// Orders per consumer repetition: each is seeded pending and gets one `payment.succeeded`
+    /// (plus duplicates).
+    #[arg(long, default_value_t = 4_000)]
     pub orders: usize,
 
-    /// Concurrency of the side-by-side comparison: ceiling connections and REST clients (the
+    /// Concurrency of the side-by-side comparison: raw-SQL connections and REST clients (the
     /// service's own pool size, by default).
     #[arg(long, default_value_t = order_service::config::DEFAULT_DB_MAX_CONNECTIONS as usize)]
     pub clients: usize,
@@ -24,7 +39,11 @@ pub struct Cli {
     #[arg(long, default_value_t = 0.2, value_parser = parse_share)]
     pub duplicates: f64,
 
-    /// Seconds each timed ceiling, dedup-table and REST repetition runs.
+    /// Deliveries per transaction of the batched raw designs (natural and dedup-table).
+    #[arg(long, default_value_t = DEFAULT_BATCH_SIZE, value_parser = clap::value_parser!(u16).range(1..).map(usize::from))]
+    pub batch_size: usize,
+
+    /// Seconds each timed raw-SQL and REST repetition runs.
     #[arg(long, default_value_t = 5.0)]
     pub duration: f64,
 
@@ -48,6 +67,10 @@ pub struct Cli {
     #[arg(long)]
     pub skip_scaling: bool,
 
+    /// Skip the batch-size curve (consumer `AMQP_BATCH_SIZE` and raw batches of 1, 4, 16, 64).
+    #[arg(long)]
+    pub skip_batch_curve: bool,
+
     /// Extra `NAME=VALUE` environment for every service process (repeatable), for experiments
     /// such as `--service-env DB_MAX_CONNECTIONS=32`; recorded in the report.
     #[arg(long = "service-env", value_parser = parse_env)]
@@ -57,7 +80,7 @@ pub struct Cli {
     #[arg(
         long,
         env = "BENCH_POSTGRES_URL",
-        default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+        default_value = DEFAULT_POSTGRES_URL
     )]
     pub postgres_url: String,
 
@@ -94,12 +117,16 @@ pub struct Plan {
     pub duplicate_share: f64,
     pub duration: Duration,
     pub repetitions: u32,
+    /// Deliveries per transaction of the batched raw designs.
+    pub batch_size: usize,
     /// Concurrency levels of the scaling curve; empty when skipped.
     pub scaling_levels: Vec<usize>,
-    /// Timed length of one REST or ceiling point of the scaling curve.
-    pub scaling_duration: Duration,
-    /// Orders per consumer point of the scaling curve.
-    pub scaling_orders: usize,
+    /// Batch sizes of the batch-size curve; empty when skipped.
+    pub batch_sizes: Vec<usize>,
+    /// Timed length of one REST or raw-SQL point of either curve.
+    pub curve_duration: Duration,
+    /// Orders per consumer point of either curve.
+    pub curve_orders: usize,
     /// Orders (and REST payments) of the duplicates phase.
     pub duplicate_orders: usize,
     /// Extra environment of every service process.
@@ -108,6 +135,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn from_cli(cli: &Cli) -> Self {
+        let unless = |skip: bool, levels: &[usize]| if skip { vec![] } else { levels.to_vec() };
         if cli.quick {
             return Self {
                 orders: 40,
@@ -115,9 +143,11 @@ impl Plan {
                 duplicate_share: cli.duplicates,
                 duration: Duration::from_millis(500),
                 repetitions: cli.repetitions,
-                scaling_levels: if cli.skip_scaling { vec![] } else { vec![1, 2] },
-                scaling_duration: Duration::from_millis(300),
-                scaling_orders: 20,
+                batch_size: cli.batch_size.min(4),
+                scaling_levels: unless(cli.skip_scaling, &SCALING_CURVE[..2]),
+                batch_sizes: unless(cli.skip_batch_curve, &BATCH_CURVE[..2]),
+                curve_duration: Duration::from_millis(300),
+                curve_orders: 20,
                 duplicate_orders: 20,
                 service_env: cli.service_env.clone(),
             };
@@ -129,13 +159,11 @@ impl Plan {
             duplicate_share: cli.duplicates,
             duration,
             repetitions: cli.repetitions,
-            scaling_levels: if cli.skip_scaling {
-                vec![]
-            } else {
-                vec![1, 2, 4, 8, 16]
-            },
-            scaling_duration: (duration / 2).max(Duration::from_secs(1)),
-            scaling_orders: (cli.orders / 4).max(50),
+            batch_size: cli.batch_size,
+            scaling_levels: unless(cli.skip_scaling, &SCALING_CURVE),
+            batch_sizes: unless(cli.skip_batch_curve, &BATCH_CURVE),
+            curve_duration: (duration / 2).max(Duration::from_secs(1)),
+            curve_orders: (cli.orders / 4).max(50),
             duplicate_orders: cli.orders.clamp(1, 1_000),
             service_env: cli.service_env.clone(),
         }
@@ -143,8 +171,7 @@ impl Plan {
 
     /// Duplicate deliveries to add to `unique` ones so that they are `duplicate_share` of all.
     pub fn duplicates_for(&self, unique: usize) -> usize {
-        let share = self.duplicate_share;
-        (unique as f64 * share / (1.0 - share)).round() as usize
+        crate::workload::duplicates_for(unique, self.duplicate_share)
     }
 }
 
@@ -163,6 +190,8 @@ mod tests {
         let plan = plan(&[]);
         assert_eq!(plan.duplicates_for(4_000), 1_000);
         assert_eq!(plan.scaling_levels, vec![1, 2, 4, 8, 16]);
+        assert_eq!(plan.batch_sizes, vec![1, 4, 16, 64]);
+        assert_eq!(plan.batch_size, DEFAULT_BATCH_SIZE);
     }
 
     #[test]
@@ -175,12 +204,16 @@ mod tests {
         assert!(Cli::try_parse_from(["b", "--duplicates", "1"]).is_err());
         assert!(Cli::try_parse_from(["b", "--repetitions", "0"]).is_err());
         assert!(Cli::try_parse_from(["b", "--service-env", "NO_VALUE"]).is_err());
+        assert!(Cli::try_parse_from(["b", "--batch-size", "0"]).is_err());
     }
 
     #[test]
-    fn quick_shrinks_every_phase_and_skip_scaling_empties_the_curve() {
+    fn quick_shrinks_every_phase_and_the_skip_flags_empty_the_curves() {
         let quick = plan(&["--quick", "--skip-scaling"]);
         assert!(quick.orders < 100);
         assert!(quick.scaling_levels.is_empty());
+        assert_eq!(quick.batch_sizes, vec![1, 4]);
+        assert!(plan(&["--skip-batch-curve"]).batch_sizes.is_empty());
+        assert_eq!(plan(&["--batch-size", "8"]).batch_size, 8);
     }
 }

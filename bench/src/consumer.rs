@@ -1,7 +1,8 @@
-//! The consumer door: N `order.placed` and N `payment.succeeded` events, plus duplicates,
-//! published to an inbox of the bench's own before the service starts; then the real service
-//! binary drains it. Timed from `/health/ready` answering 200 until every order is PAID and every
-//! delivery is settled.
+//! The consumer door: N pending orders seeded into a fresh database and their N
+//! `payment.succeeded` events, plus duplicates, published to an inbox of the bench's own before
+//! the service starts; then the real service binary drains it. Timed from `/health/ready`
+//! answering 200 until every order is PAID and every delivery is settled. Every delivery is a
+//! payment, so the rate compares with the raw designs' payments per second.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -14,13 +15,16 @@ use sqlx::{Connection, PgConnection};
 
 use crate::Bench;
 use crate::cpu::{CpuMeter, CpuSplit};
-use crate::service::{self, Service, Spec};
+use crate::service::{self, Overrides, Service, Spec};
 use crate::stats::rate;
 use crate::workload::{self, Event, Rng};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Run {
+    /// Payment deliveries settled per second, duplicates included.
     pub msgs_per_s: f64,
+    /// Payments that took effect per second (each order paid once; duplicates not counted).
+    pub applied_per_s: f64,
     pub deliveries: u64,
     pub duplicates: u64,
     pub elapsed_s: f64,
@@ -37,14 +41,17 @@ pub async fn run(
     bench: &Bench,
     label: &str,
     orders: usize,
-    prefetch: Option<u16>,
+    overrides: Overrides,
 ) -> anyhow::Result<Run> {
     let scratch = &bench.scratch;
     let (amqp, topology) = scratch.topology(label).await?;
-    let db = scratch.database(label);
+    let db = scratch.migrated_database(label).await?;
     let ids = workload::new_orders(orders);
-    let duplicates = bench.plan.duplicates_for(2 * orders);
-    let events = workload::consumer_events(&ids, duplicates, &mut Rng::new(orders as u64));
+    let mut seeder = db.connect().await?;
+    workload::seed_orders(&mut seeder, &ids).await?;
+    seeder.close().await?;
+    let duplicates = bench.plan.duplicates_for(orders);
+    let events = workload::payment_events(&ids, duplicates, &mut Rng::new(orders as u64));
     publish(&scratch.channel, &amqp.inbound_exchange, &events).await?;
 
     let (service, ready) = Service::start(Spec {
@@ -52,7 +59,7 @@ pub async fn run(
         db: &db,
         amqp: &amqp,
         amqp_url: &scratch.amqp_url,
-        prefetch,
+        overrides,
         env: &bench.plan.service_env,
         log: scratch.log_dir.join(format!("{label}.log")),
     })
@@ -72,6 +79,7 @@ pub async fn run(
     scratch.delete_topology(&topology).await?;
     Ok(Run {
         msgs_per_s: rate(deliveries, elapsed),
+        applied_per_s: rate(orders as u64, elapsed),
         deliveries,
         duplicates: duplicates as u64,
         elapsed_s: elapsed.as_secs_f64(),

@@ -23,7 +23,7 @@ use crate::consumer::{drain, publish, wait_settled};
 use crate::pgstat::{self, DOMAIN_TABLES, Writes};
 use crate::rest;
 use crate::scratch::Db;
-use crate::service::{Service, Spec};
+use crate::service::{Overrides, Service, Spec};
 use crate::workload::{self, Payment, Rng};
 
 /// The cost of one kind of duplicate.
@@ -130,7 +130,7 @@ async fn start(bench: &Bench, db: &Db, amqp: &AmqpConfig, label: &str) -> anyhow
         db,
         amqp,
         amqp_url: &bench.scratch.amqp_url,
-        prefetch: None,
+        overrides: Overrides::default(),
         env: &bench.plan.service_env,
         log: bench.scratch.log_dir.join(format!("{label}.log")),
     })

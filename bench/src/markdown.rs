@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::report::Report;
+use crate::report::{Charts, Report};
 use crate::stats::Latency;
 
 pub(crate) fn num(value: f64) -> String {
@@ -36,8 +36,8 @@ fn latency_cells(latency: Option<&Latency>) -> String {
     }
 }
 
-/// The Markdown report; `svg` is the chart's file name beside it, if there is a chart.
-pub fn render(report: &Report, svg: Option<&str>) -> String {
+/// The Markdown report, linking the chart files beside it.
+pub fn render(report: &Report, charts: Charts<'_>) -> String {
     let s = &report.settings;
     let m = &report.machine;
     let r = &report.ratios;
@@ -73,39 +73,86 @@ pub fn render(report: &Report, svg: Option<&str>) -> String {
         "## Throughput: median of {} repetitions, concurrency {}\n",
         s.repetitions, s.clients
     );
-    md.push_str("| measurement | median | repetitions | ratio (same run) |\n|---|---:|---|---:|\n");
-    let _ = writeln!(
-        md,
-        "| ceiling: the payment transaction in raw sqlx, {} connections | {} tx/s | {} | 1.00× |",
-        s.clients,
-        num(report.ceiling.median),
-        runs(&report.ceiling.runs)
+    md.push_str(
+        "| measurement | median | repetitions | ÷ reference | older: ÷ multi-statement ceiling |\n\
+         |---|---:|---|---:|---:|\n",
     );
+    let b = &report.batched;
+    let dups = s.duplicate_share * 100.0;
+    for (name, series, unit, to_reference, to_ceiling) in [
+        (
+            format!(
+                "reference: one data-modifying statement per payment, autocommit, {} connections",
+                s.clients
+            ),
+            &report.reference,
+            "tx/s",
+            "1.00×".to_owned(),
+            String::new(),
+        ),
+        (
+            format!(
+                "multi-statement ceiling: the service's payment transaction in raw sqlx, {} connections",
+                s.clients
+            ),
+            &report.ceiling,
+            "tx/s",
+            times(r.ceiling_over_reference),
+            "1.00×".to_owned(),
+        ),
+        (
+            format!(
+                "natural design batched: {} deliveries per transaction, a savepoint each, {dups:.0} % duplicates",
+                b.batch_size
+            ),
+            &b.natural,
+            "payments/s",
+            times(r.natural_batched_over_reference),
+            String::new(),
+        ),
+        (
+            "dedup-table design batched identically: `processed_messages` row first".to_owned(),
+            &b.dedup_table,
+            "payments/s",
+            String::new(),
+            String::new(),
+        ),
+        (
+            format!(
+                "consumer: real service, {} seeded orders, their payments + {dups:.0} % duplicates, prefetch {}, pool {}",
+                s.orders, s.service_prefetch, s.service_pool
+            ),
+            &report.consumer.series,
+            "payments/s",
+            times(r.consumer_over_reference),
+            times(r.consumer_over_ceiling),
+        ),
+        (
+            format!(
+                "REST: {} clients posting payments with Idempotency-Keys",
+                s.clients
+            ),
+            &report.rest.series,
+            "req/s",
+            times(r.rest_over_reference),
+            times(r.rest_over_ceiling),
+        ),
+    ] {
+        let _ = writeln!(
+            md,
+            "| {name} | {} {unit} | {} | {to_reference} | {to_ceiling} |",
+            num(series.median),
+            runs(&series.runs)
+        );
+    }
     let _ = writeln!(
         md,
-        "| dedup-table design: the same behind `processed_messages` | {} tx/s | {} | natural ÷ dedup-table {} |",
-        num(report.dedup_table.median),
-        runs(&report.dedup_table.runs),
-        times(r.natural_over_dedup_table)
-    );
-    let _ = writeln!(
-        md,
-        "| consumer: real service, {} orders × 2 events + {:.0} % duplicates, prefetch {}, pool {} | {} msgs/s | {} | {} of ceiling |",
-        s.orders,
-        s.duplicate_share * 100.0,
-        s.service_prefetch,
-        s.service_pool,
-        num(report.consumer.series.median),
-        runs(&report.consumer.series.runs),
-        times(r.consumer_over_ceiling)
-    );
-    let _ = writeln!(
-        md,
-        "| REST: {} clients posting payments with Idempotency-Keys | {} req/s | {} | {} of ceiling |",
-        s.clients,
-        num(report.rest.series.median),
-        runs(&report.rest.series.runs),
-        times(r.rest_over_ceiling)
+        "\nNatural ÷ dedup-table, both batched by {}: **{}**. Consumer payments that took effect \
+         (duplicates not counted): {}/s, {} of the reference.",
+        b.batch_size,
+        times(r.natural_over_dedup_table),
+        num(report.consumer.applied.median),
+        times(r.consumer_applied_over_reference)
     );
     md.push_str("\n### REST latency (ms, median of repetitions)\n\n| load | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|\n");
     let _ = writeln!(
@@ -132,80 +179,44 @@ pub fn render(report: &Report, svg: Option<&str>) -> String {
         "| REST: retries with their keys + the same payments under new keys | {} | {} | {} |",
         d.rest.duplicates, d.rest.rows_written, d.rest.rows_per_duplicate
     );
+    let rows = &report.rows_per_payment;
     let _ = writeln!(
         md,
-        "\nRows written per applied payment (pg_stat): natural {:.2}, dedup-table {:.2}.",
-        report.rows_per_payment.natural, report.rows_per_payment.dedup_table
+        "\nRows written per applied payment (pg_stat): reference {:.2}, multi-statement ceiling \
+         {:.2}, natural batched {:.2}, dedup-table batched {:.2}.",
+        rows.reference, rows.ceiling, rows.natural_batched, rows.dedup_table_batched
     );
-    let res = &report.resources;
-    let c = &res.cpu_split;
-    md.push_str("\n## Resources\n\n| | |\n|---|---:|\n");
-    let _ = writeln!(md, "| service peak RSS | {:.1} MiB |", res.peak_rss_mib);
-    let _ = writeln!(
-        md,
-        "| service CPU per 1 000 consumed messages | {} |",
-        secs(res.consumer_cpu_s_per_1000_messages)
-    );
-    let _ = writeln!(
-        md,
-        "| service CPU per 1 000 REST requests | {} |",
-        secs(res.rest_cpu_s_per_1000_requests)
-    );
-    let _ = writeln!(
-        md,
-        "\nCPU during the timed consumer and REST runs ({:.1} s × {} cores): service {:.1} s, \
-         Postgres {:.1} s, RabbitMQ {:.1} s, bench clients {:.1} s, kernel interrupts {:.1} s, \
-         other processes {:.1} s, idle {:.1} s.",
-        c.wall_s,
-        c.cores,
-        c.service_s,
-        c.postgres_s,
-        c.rabbitmq_s,
-        c.bench_s,
-        c.interrupts_s,
-        c.other_s,
-        c.idle_s
-    );
-    md.push_str(
-        "\n| CPU per operation (ms) | service | Postgres | RabbitMQ | bench client | kernel irq | total |\n\
-         |---|---:|---:|---:|---:|---:|---:|\n",
-    );
-    let t = &res.cpu_per_operation;
-    for (name, c) in [
-        ("ceiling transaction", &t.ceiling),
-        ("dedup-table transaction", &t.dedup_table),
-        ("consumer message", &t.consumer),
-        ("REST request", &t.rest),
-    ] {
-        let _ = writeln!(
-            md,
-            "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
-            c.service_ms, c.postgres_ms, c.rabbitmq_ms, c.bench_ms, c.interrupts_ms, c.total_ms
-        );
-    }
+    md.push_str(&report.resources.markdown());
     if let Some(scaling) = &report.scaling {
-        md.push_str("\n## Scaling\n\n");
-        if let Some(svg) = svg {
-            let _ = writeln!(md, "![scaling]({svg})\n");
-        }
-        md.push_str("| concurrency |");
-        for level in &scaling.levels {
-            let _ = write!(md, " {level} |");
-        }
-        md.push_str("\n|---|");
-        md.push_str(&"---:|".repeat(scaling.levels.len()));
-        md.push('\n');
-        for (name, values) in [
-            ("ceiling tx/s (connections)", &scaling.ceiling_tx_per_s),
-            ("consumer msgs/s (prefetch)", &scaling.consumer_msgs_per_s),
-            ("REST req/s (clients)", &scaling.rest_req_per_s),
-        ] {
-            let _ = write!(md, "| {name} |");
-            for value in values {
-                let _ = write!(md, " {} |", num(*value));
-            }
-            md.push('\n');
-        }
+        md.push_str(&scaling.markdown(charts.scaling));
+    }
+    if let Some(curve) = &report.batch_curve {
+        md.push_str(&curve.markdown(charts.batch));
+    }
+    md
+}
+
+/// A curve's section: its chart (when written) and a table with a column per level.
+pub(crate) fn curve_table(
+    title: &str,
+    svg: Option<&str>,
+    header: &str,
+    levels: &[usize],
+    rows: &[(&str, Vec<String>)],
+) -> String {
+    let mut md = format!("\n## {title}\n\n");
+    if let Some(svg) = svg {
+        let _ = writeln!(md, "![{}]({svg})\n", title.to_lowercase());
+    }
+    let _ = write!(md, "| {header} |");
+    for level in levels {
+        let _ = write!(md, " {level} |");
+    }
+    md.push_str("\n|---|");
+    md.push_str(&"---:|".repeat(levels.len()));
+    md.push('\n');
+    for (name, values) in rows {
+        let _ = writeln!(md, "| {name} | {} |", values.join(" | "));
     }
     md
 }
@@ -215,18 +226,25 @@ mod tests {
     use super::*;
     use crate::sample::sample;
 
+    const CHARTS: Charts<'static> = Charts {
+        scaling: Some("latest.svg"),
+        batch: Some("latest-batch.svg"),
+    };
+
     #[test]
-    fn the_report_shows_medians_runs_and_ratios_side_by_side() {
-        let md = render(&sample(), Some("latest.svg"));
-        assert!(md.contains("| ceiling: the payment transaction in raw sqlx, 16 connections | 1000 tx/s | 1000, 1100, 900 | 1.00× |"));
-        assert!(md.contains("| 800 msgs/s | 800, 750, 820 | 0.80× of ceiling |"));
-        assert!(md.contains("| 620 req/s | 600, 640, 620 | 0.62× of ceiling |"));
-        assert!(md.contains("natural ÷ dedup-table 1.18×"));
+    fn the_report_shows_medians_runs_and_both_ratios_side_by_side() {
+        let md = render(&sample(), CHARTS);
+        assert!(md.contains("| reference: one data-modifying statement per payment, autocommit, 16 connections | 2000 tx/s | 2000, 2100, 1900 | 1.00× |  |"));
+        assert!(md.contains("| 1000 tx/s | 1000, 1100, 900 | 0.50× | 1.00× |"));
+        assert!(md.contains("| 800 payments/s | 800, 750, 820 | 0.40× | 0.80× |"));
+        assert!(md.contains("| 620 req/s | 600, 640, 620 | 0.31× | 0.62× |"));
+        assert!(md.contains("Natural ÷ dedup-table, both batched by 32: **1.25×**"));
+        assert!(md.contains("640/s, 0.32× of the reference"));
     }
 
     #[test]
     fn the_report_records_the_machine_and_the_command() {
-        let md = render(&sample(), None);
+        let md = render(&sample(), Charts::default());
         assert!(md.contains("Command: `./target/release/order-service-bench`"));
         assert!(md.contains("PostgreSQL 15.20"));
         assert!(md.contains("RabbitMQ 3.10.8"));
@@ -234,23 +252,33 @@ mod tests {
     }
 
     #[test]
-    fn latency_duplicates_and_scaling_have_their_tables() {
-        let md = render(&sample(), Some("latest.svg"));
+    fn latency_duplicates_and_both_curves_have_their_tables() {
+        let md = render(&sample(), CHARTS);
         assert!(md.contains("| closed loop, 16 clients | 4.2 | 7.5 | 12.3 | 40.0 |"));
         assert!(md.contains("| 3000 | 0 | 0 |"));
+        assert!(md.contains("reference 4.00, multi-statement ceiling 4.00, natural batched 4.00, dedup-table batched 5.00"));
         assert!(md.contains("![scaling](latest.svg)"));
         assert!(md.contains("| concurrency | 1 | 2 | 4 |"));
         assert!(md.contains("| REST req/s (clients) | 200 | 380 | 600 |"));
+        assert!(md.contains("![batch size](latest-batch.svg)"));
+        assert!(md.contains("| deliveries per transaction | 1 | 4 | 16 | 64 |"));
+        assert!(md.contains("| consumer payments/s | 900 | 1500 | 2200 | 2400 |"));
+        assert!(md.contains(
+            "| consumer: service CPU s per 1 000 msgs | 0.300 | 0.200 | 0.150 | 0.140 |"
+        ));
     }
 
     #[test]
     fn the_cpu_cost_of_each_operation_is_tabulated() {
-        let md = render(&sample(), None);
+        let md = render(&sample(), Charts::default());
         assert!(md.contains("| REST request | 0.300 | 0.550 | 0.000 | 0.050 | 0.000 | 0.900 |"));
+        assert!(md.contains(
+            "| natural batched, per delivery | 0.000 | 0.200 | 0.000 | 0.050 | 0.000 | 0.250 |"
+        ));
     }
 
     #[test]
-    fn without_a_chart_there_is_no_image_link() {
-        assert!(!render(&sample(), None).contains("!["));
+    fn without_charts_there_is_no_image_link() {
+        assert!(!render(&sample(), Charts::default()).contains("!["));
     }
 }

@@ -7,15 +7,16 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::ceiling;
+use crate::batch_curve::BatchCurve;
 use crate::consumer;
-use crate::cpu::{CpuPerOp, CpuSplit};
+use crate::costs::Resources;
 use crate::duplicates::Duplicates;
 use crate::machine::Machine;
 use crate::markdown;
+use crate::ratios::Ratios;
 use crate::rest::{ClosedLoop, OpenLoop};
-use crate::stats::{Latency, Series, median, ratio};
-use crate::svg::{Line, line_chart};
+use crate::scaling::Scaling;
+use crate::stats::{Latency, Series};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Settings {
@@ -24,6 +25,8 @@ pub struct Settings {
     pub duplicate_share: f64,
     pub duration_s: f64,
     pub repetitions: u32,
+    /// Deliveries per transaction of the batched raw designs.
+    pub batch_size: usize,
     pub service_prefetch: u16,
     pub service_pool: u32,
     pub service_bin: String,
@@ -38,9 +41,12 @@ pub struct Report {
     pub elapsed_s: f64,
     pub machine: Machine,
     pub settings: Settings,
+    /// The headline reference: one data-modifying statement per payment, tx/s.
+    pub reference: Series,
+    /// The older ceiling: the service's multi-statement transaction in raw SQL, tx/s.
     pub ceiling: Series,
-    pub dedup_table: Series,
-    /// Rows written per committed payment transaction (pg_stat), per design.
+    pub batched: BatchedSummary,
+    /// Rows written per applied payment (pg_stat), per design.
     pub rows_per_payment: RowsPerPayment,
     pub consumer: ConsumerSummary,
     pub rest: RestSummary,
@@ -48,17 +54,32 @@ pub struct Report {
     pub duplicates: Duplicates,
     pub resources: Resources,
     pub scaling: Option<Scaling>,
+    pub batch_curve: Option<BatchCurve>,
+}
+
+/// Natural and dedup-table designs batched identically, payment deliveries per second
+/// (duplicates included).
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchedSummary {
+    pub batch_size: usize,
+    pub natural: Series,
+    pub dedup_table: Series,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RowsPerPayment {
-    pub natural: f64,
-    pub dedup_table: f64,
+    pub reference: f64,
+    pub ceiling: f64,
+    pub natural_batched: f64,
+    pub dedup_table_batched: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ConsumerSummary {
+    /// Payment deliveries per second, duplicates included.
     pub series: Series,
+    /// Payments that took effect per second.
+    pub applied: Series,
     pub runs: Vec<consumer::Run>,
 }
 
@@ -73,174 +94,74 @@ pub struct RestSummary {
     pub open_loop_runs: Vec<OpenLoop>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Ratios {
-    pub consumer_over_ceiling: Option<f64>,
-    pub rest_over_ceiling: Option<f64>,
-    pub natural_over_dedup_table: Option<f64>,
-}
-
-impl Ratios {
-    pub fn of(ceiling: &Series, dedup: &Series, consumer: &Series, rest: &Series) -> Self {
-        Self {
-            consumer_over_ceiling: ratio(consumer.median, ceiling.median),
-            rest_over_ceiling: ratio(rest.median, ceiling.median),
-            natural_over_dedup_table: ratio(ceiling.median, dedup.median),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Resources {
-    /// Highest `VmHWM` of any service process of the run.
-    pub peak_rss_mib: f64,
-    pub consumer_cpu_s_per_1000_messages: Option<f64>,
-    pub rest_cpu_s_per_1000_requests: Option<f64>,
-    /// Where the machine's CPU went during the timed consumer and REST runs.
-    pub cpu_split: CpuSplit,
-    /// Share of the machine used by processes other than the service, Postgres, RabbitMQ and
-    /// the bench during those runs: how much the measurement was disturbed.
-    pub other_load_share: f64,
-    /// CPU one operation costs, by process (median of repetitions): on a saturated machine,
-    /// throughput is the cores divided by this.
-    pub cpu_per_operation: CpuTable,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct CpuTable {
-    pub ceiling: CpuPerOp,
-    pub dedup_table: CpuPerOp,
-    pub consumer: CpuPerOp,
-    pub rest: CpuPerOp,
-}
-
-impl Resources {
-    pub fn of(
-        ceiling: (&[ceiling::Run], &[ceiling::Run]),
-        consumer: &[consumer::Run],
-        rest: &[ClosedLoop],
-        peak_rss_kib: u64,
-    ) -> Self {
-        let transactions = |runs: &[ceiling::Run]| {
-            CpuPerOp::median_of(
-                &runs
-                    .iter()
-                    .map(|r| r.cpu.per_op(r.transactions))
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let cpu_per_operation = CpuTable {
-            ceiling: transactions(ceiling.0),
-            dedup_table: transactions(ceiling.1),
-            consumer: CpuPerOp::median_of(
-                &consumer
-                    .iter()
-                    .map(|r| r.cpu.per_op(r.deliveries))
-                    .collect::<Vec<_>>(),
-            ),
-            rest: CpuPerOp::median_of(
-                &rest
-                    .iter()
-                    .map(|r| r.cpu.per_op(r.requests))
-                    .collect::<Vec<_>>(),
-            ),
-        };
-        let mut cpu_split = CpuSplit::default();
-        for split in consumer
-            .iter()
-            .map(|r| &r.cpu)
-            .chain(rest.iter().map(|r| &r.cpu))
-        {
-            cpu_split.add(split);
-        }
-        Self {
-            peak_rss_mib: peak_rss_kib as f64 / 1024.0,
-            consumer_cpu_s_per_1000_messages: median(
-                &consumer
-                    .iter()
-                    .map(|r| r.cpu_s_per_1000)
-                    .collect::<Vec<_>>(),
-            ),
-            rest_cpu_s_per_1000_requests: median(
-                &rest.iter().map(|r| r.cpu_s_per_1000).collect::<Vec<_>>(),
-            ),
-            other_load_share: cpu_split.other_share(),
-            cpu_split,
-            cpu_per_operation,
-        }
-    }
-}
-
-/// Throughput at each concurrency level (ceiling connections, consumer prefetch, REST clients).
-#[derive(Debug, Clone, Serialize)]
-pub struct Scaling {
-    pub levels: Vec<usize>,
-    pub ceiling_tx_per_s: Vec<f64>,
-    pub consumer_msgs_per_s: Vec<f64>,
-    pub rest_req_per_s: Vec<f64>,
-}
-
-impl Scaling {
-    pub fn svg(&self) -> String {
-        let line = |label, color, values: &[f64]| Line {
-            label,
-            color,
-            values: values.iter().map(|v| Some(*v)).collect(),
-        };
-        line_chart(
-            "order-service throughput by concurrency",
-            "concurrency (ceiling connections · consumer prefetch · REST clients)",
-            "per second",
-            &self.levels,
-            &[
-                line("ceiling (raw SQL, tx/s)", "#1f77b4", &self.ceiling_tx_per_s),
-                line("consumer (msgs/s)", "#2ca02c", &self.consumer_msgs_per_s),
-                line("REST (req/s)", "#d62728", &self.rest_req_per_s),
-            ],
-        )
-    }
-}
-
 /// The files a report was written to.
 pub struct Written {
     pub json: PathBuf,
     pub markdown: PathBuf,
-    pub svg: Option<PathBuf>,
+    pub svgs: Vec<PathBuf>,
+}
+
+/// The chart files beside a Markdown report, by file name; `None` when the curve was skipped.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Charts<'a> {
+    pub scaling: Option<&'a str>,
+    pub batch: Option<&'a str>,
 }
 
 impl Report {
-    /// Writes `<stamp>.json`, `<stamp>.md` and `<stamp>-scaling.svg` into `dir`, and copies them
-    /// as `latest.json`, `latest.md` and `latest.svg`.
+    /// Writes `<stamp>.json`, `<stamp>.md`, `<stamp>-scaling.svg` and `<stamp>-batch.svg` into
+    /// `dir`, and copies them as `latest.json`, `latest.md`, `latest.svg` and `latest-batch.svg`.
     pub fn write(&self, dir: &Path, stamp: &str) -> anyhow::Result<Written> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let json = serde_json::to_string_pretty(self)? + "\n";
-        let svg = self.scaling.as_ref().map(Scaling::svg);
+        let scaling = self.scaling.as_ref().map(Scaling::svg);
+        let batch = self.batch_curve.as_ref().map(BatchCurve::svg);
         let mut written = None;
-        for (name, svg_name) in [
-            (stamp.to_owned(), format!("{stamp}-scaling.svg")),
-            ("latest".to_owned(), "latest.svg".to_owned()),
+        for (name, scaling_name, batch_name) in [
+            (
+                stamp.to_owned(),
+                format!("{stamp}-scaling.svg"),
+                format!("{stamp}-batch.svg"),
+            ),
+            (
+                "latest".to_owned(),
+                "latest.svg".to_owned(),
+                "latest-batch.svg".to_owned(),
+            ),
         ] {
             let json_path = dir.join(format!("{name}.json"));
             let md_path = dir.join(format!("{name}.md"));
             std::fs::write(&json_path, &json)?;
-            let svg_ref = svg.as_ref().map(|_| svg_name.as_str());
-            std::fs::write(&md_path, markdown::render(self, svg_ref))?;
-            let svg_path = match &svg {
-                Some(svg) => {
-                    let path = dir.join(&svg_name);
-                    std::fs::write(&path, svg)?;
-                    Some(path)
-                }
-                None => None,
+            let mut svgs = vec![];
+            let charts = Charts {
+                scaling: write_chart(dir, scaling.as_deref(), &scaling_name, &mut svgs)?,
+                batch: write_chart(dir, batch.as_deref(), &batch_name, &mut svgs)?,
             };
+            std::fs::write(&md_path, markdown::render(self, charts))?;
             written.get_or_insert(Written {
                 json: json_path,
                 markdown: md_path,
-                svg: svg_path,
+                svgs,
             });
         }
         written.context("nothing written")
     }
+}
+
+/// Writes `svg` (if any) as `dir/file`; returns the name to link.
+fn write_chart<'a>(
+    dir: &Path,
+    svg: Option<&str>,
+    file: &'a str,
+    written: &mut Vec<PathBuf>,
+) -> std::io::Result<Option<&'a str>> {
+    let Some(svg) = svg else {
+        return Ok(None);
+    };
+    let path = dir.join(file);
+    std::fs::write(&path, svg)?;
+    written.push(path);
+    Ok(Some(file))
 }
 
 #[cfg(test)]
@@ -248,26 +169,21 @@ mod tests {
     use crate::sample::sample;
 
     #[test]
-    fn ratios_compare_medians_of_the_same_run() {
-        let report = sample();
-        assert_eq!(report.ratios.consumer_over_ceiling, Some(0.8));
-        assert_eq!(report.ratios.rest_over_ceiling, Some(0.62));
-        assert_eq!(report.ratios.natural_over_dedup_table, Some(1000.0 / 850.0));
-    }
-
-    #[test]
     fn the_json_has_the_keys_the_smoke_test_and_readers_rely_on() {
         let json = serde_json::to_value(sample()).expect("serializable");
         for key in [
             "machine",
+            "reference",
             "ceiling",
-            "dedup_table",
+            "batched",
             "consumer",
             "rest",
             "ratios",
+            "batch_curve",
         ] {
             assert!(json.get(key).is_some(), "missing {key}");
         }
+        assert_eq!(json["batched"]["dedup_table"]["median"], 4000.0);
         assert_eq!(json["duplicates"]["amqp"]["rows_per_duplicate"], 0.0);
         assert_eq!(json["resources"]["peak_rss_mib"], 30.5);
     }
@@ -280,14 +196,18 @@ mod tests {
             "20261122T000000Z.json",
             "20261122T000000Z.md",
             "20261122T000000Z-scaling.svg",
+            "20261122T000000Z-batch.svg",
             "latest.json",
             "latest.md",
             "latest.svg",
+            "latest-batch.svg",
         ] {
             assert!(dir.join(name).is_file(), "{name} missing");
         }
+        assert_eq!(written.svgs.len(), 2);
         let latest = std::fs::read_to_string(dir.join("latest.md")).expect("latest.md");
         assert!(latest.contains("![scaling](latest.svg)"));
+        assert!(latest.contains("![batch size](latest-batch.svg)"));
         assert!(
             std::fs::read_to_string(written.markdown)
                 .expect("stamped md")

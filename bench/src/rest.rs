@@ -16,7 +16,7 @@ use crate::Bench;
 use crate::client::Http;
 use crate::cpu::{CpuMeter, CpuSplit};
 use crate::scratch::Db;
-use crate::service::{Service, Spec};
+use crate::service::{Overrides, Service, Spec};
 use crate::stats::{Latency, latency_histogram, rate, record};
 use crate::workload::{self, Payment};
 
@@ -37,7 +37,7 @@ impl Target {
             db: &db,
             amqp: &amqp,
             amqp_url: &scratch.amqp_url,
-            prefetch: None,
+            overrides: Overrides::default(),
             env: &bench.plan.service_env,
             log: scratch.log_dir.join(format!("{label}.log")),
         })

@@ -1,12 +1,15 @@
 //! A small, complete report for the rendering tests (test builds only).
 
+use crate::batch_curve::BatchCurve;
+use crate::costs::{CpuTable, Resources};
 use crate::cpu::{CpuPerOp, CpuSplit};
 use crate::duplicates::{Cost, Duplicates};
 use crate::machine::Machine;
+use crate::ratios::Ratios;
 use crate::report::{
-    ConsumerSummary, CpuTable, Ratios, Report, Resources, RestSummary, RowsPerPayment, Scaling,
-    Settings,
+    BatchedSummary, ConsumerSummary, Report, RestSummary, RowsPerPayment, Settings,
 };
+use crate::scaling::Scaling;
 use crate::stats::{Latency, Series};
 
 pub fn sample() -> Report {
@@ -23,9 +26,18 @@ pub fn sample() -> Report {
         rows_per_duplicate: 0.0,
         by_table: [("orders".to_owned(), 0)].into(),
     };
+    let reference = Series::new("tx/s", vec![2_000.0, 2_100.0, 1_900.0]);
     let ceiling = Series::new("tx/s", vec![1_000.0, 1_100.0, 900.0]);
-    let dedup_table = Series::new("tx/s", vec![800.0, 850.0, 900.0]);
-    let consumer = Series::new("msgs/s", vec![800.0, 750.0, 820.0]);
+    let batched = BatchedSummary {
+        batch_size: 32,
+        natural: Series::new("payments/s", vec![5_000.0, 5_100.0, 4_900.0]),
+        dedup_table: Series::new("payments/s", vec![4_000.0, 4_100.0, 3_900.0]),
+    };
+    let consumer = ConsumerSummary {
+        series: Series::new("payments/s", vec![800.0, 750.0, 820.0]),
+        applied: Series::new("payments/s", vec![640.0, 600.0, 656.0]),
+        runs: vec![],
+    };
     let rest = Series::new("req/s", vec![600.0, 640.0, 620.0]);
     Report {
         started_at: "2026-11-22T00:00:00Z".into(),
@@ -49,22 +61,23 @@ pub fn sample() -> Report {
             duplicate_share: 0.2,
             duration_s: 5.0,
             repetitions: 3,
+            batch_size: 32,
             service_prefetch: 64,
             service_pool: 16,
             service_bin: "target/release/order-service".into(),
             service_env: vec![],
         },
-        ratios: Ratios::of(&ceiling, &dedup_table, &consumer, &rest),
+        ratios: Ratios::of(&reference, &ceiling, &batched, &consumer, &rest),
         rows_per_payment: RowsPerPayment {
-            natural: 4.0,
-            dedup_table: 5.0,
+            reference: 4.0,
+            ceiling: 4.0,
+            natural_batched: 4.0,
+            dedup_table_batched: 5.0,
         },
+        reference,
         ceiling,
-        dedup_table,
-        consumer: ConsumerSummary {
-            series: consumer,
-            runs: vec![],
-        },
+        batched,
+        consumer,
         rest: RestSummary {
             series: rest,
             latency: Some(latency),
@@ -90,17 +103,28 @@ pub fn sample() -> Report {
             cpu_split: CpuSplit::default(),
             other_load_share: 0.05,
             cpu_per_operation: CpuTable {
+                reference: per_op(0.0, 0.3, 0.1),
                 ceiling: per_op(0.0, 0.5, 0.1),
-                dedup_table: per_op(0.0, 0.6, 0.1),
+                natural_batched: per_op(0.0, 0.2, 0.05),
+                dedup_table_batched: per_op(0.0, 0.25, 0.05),
                 consumer: per_op(0.2, 0.45, 0.0),
                 rest: per_op(0.3, 0.55, 0.05),
             },
         },
         scaling: Some(Scaling {
             levels: vec![1, 2, 4],
-            ceiling_tx_per_s: vec![300.0, 550.0, 900.0],
+            reference_tx_per_s: vec![300.0, 550.0, 900.0],
             consumer_msgs_per_s: vec![250.0, 450.0, 700.0],
             rest_req_per_s: vec![200.0, 380.0, 600.0],
+        }),
+        batch_curve: Some(BatchCurve {
+            sizes: vec![1, 4, 16, 64],
+            consumer_msgs_per_s: vec![900.0, 1_500.0, 2_200.0, 2_400.0],
+            natural_msgs_per_s: vec![1_800.0, 3_500.0, 5_000.0, 5_500.0],
+            consumer_service_cpu_s_per_1000: vec![0.3, 0.2, 0.15, 0.14],
+            consumer_cpu_per_message: vec![per_op(0.3, 0.5, 0.0); 4],
+            natural_cpu_per_message: vec![per_op(0.0, 0.3, 0.1); 4],
+            reference_tx_per_s: Some(2_000.0),
         }),
     }
 }

@@ -35,6 +35,35 @@ impl Db {
     pub async fn connect(&self) -> anyhow::Result<PgConnection> {
         Ok(self.options()?.connect().await?)
     }
+
+    /// The database `name` on the server `server_url` points at (whichever database it names).
+    pub fn on_server(server_url: &str, name: String) -> Self {
+        let (base, query) = match server_url.split_once('?') {
+            Some((base, query)) => (base, format!("?{query}")),
+            None => (server_url, String::new()),
+        };
+        let base = base.rsplit_once('/').map_or(base, |(server, _)| server);
+        Self {
+            url: format!("{base}/{name}{query}"),
+            name,
+        }
+    }
+
+    /// Creates it if missing and migrates it to the service's schema.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        store::prepare_database(&self.options()?)
+            .await
+            .with_context(|| format!("cannot create database {}", self.name))
+    }
+
+    /// The statement that drops it, whoever is still connected.
+    pub fn drop_statement(&self) -> sqlx::AssertSqlSafe<String> {
+        drop_statement(&self.name)
+    }
+}
+
+fn drop_statement(name: &str) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
 }
 
 pub struct Scratch {
@@ -90,33 +119,22 @@ impl Scratch {
     /// Names (and registers) a database; the service creates it when started on it.
     pub fn database(&self, label: &str) -> Db {
         let name = format!("order_service_bench_{}_{label}", self.run_id);
-        let (base, query) = match self.server_url.split_once('?') {
-            Some((base, query)) => (base, format!("?{query}")),
-            None => (self.server_url.as_str(), String::new()),
-        };
-        let base = base.rsplit_once('/').map_or(base, |(server, _)| server);
         if let Ok(mut names) = self.databases.lock() {
             names.push(name.clone());
         }
-        Db {
-            url: format!("{base}/{name}{query}"),
-            name,
-        }
+        Db::on_server(&self.server_url, name)
     }
 
     /// A database created and migrated now, with the service's schema.
     pub async fn migrated_database(&self, label: &str) -> anyhow::Result<Db> {
         let db = self.database(label);
-        store::prepare_database(&db.options()?)
-            .await
-            .with_context(|| format!("cannot create database {}", db.name))?;
+        db.migrate().await?;
         Ok(db)
     }
 
     /// Drops a database of this run now (cleanup would otherwise do it at the end).
     pub async fn drop_database(&self, db: &Db) -> anyhow::Result<()> {
-        let sql = format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", db.name);
-        sqlx::query(sqlx::AssertSqlSafe(sql))
+        sqlx::query(db.drop_statement())
             .execute(&self.admin)
             .await?;
         if let Ok(mut names) = self.databases.lock() {
@@ -129,6 +147,7 @@ impl Scratch {
     /// its topology, declared now so events can be published before the service starts.
     pub async fn topology(&self, label: &str) -> anyhow::Result<(AmqpConfig, Topology)> {
         let prefix = format!("bench-{}-{label}", self.run_id);
+        // Only the names are the run's own; every other setting is the service's default.
         let config = AmqpConfig {
             enabled: true,
             inbound_exchange: format!("{prefix}.commerce.events"),
@@ -136,11 +155,7 @@ impl Scratch {
             dead_letter_exchange: format!("{prefix}.dlx"),
             dead_letter_queue: format!("{prefix}.dead-letter"),
             outbound_exchange: format!("{prefix}.order-events"),
-            prefetch: config::DEFAULT_AMQP_PREFETCH,
-            max_attempts: config::DEFAULT_AMQP_MAX_ATTEMPTS,
-            delivery_limit: config::DEFAULT_AMQP_DELIVERY_LIMIT,
-            retry_base_ms: config::DEFAULT_AMQP_RETRY_BASE_MS,
-            retry_max_ms: config::DEFAULT_AMQP_RETRY_MAX_MS,
+            ..AmqpConfig::default()
         };
         let topology = Topology::from_config(&config);
         if let Ok(mut all) = self.topologies.lock() {
@@ -167,8 +182,7 @@ impl Scratch {
     pub async fn cleanup(&self) {
         let databases = self.databases.lock().map(|d| d.clone()).unwrap_or_default();
         for name in databases {
-            let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
-            if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(sql))
+            if let Err(e) = sqlx::query(drop_statement(&name))
                 .execute(&self.admin)
                 .await
             {

@@ -22,11 +22,28 @@ pub struct Spec<'a> {
     pub db: &'a Db,
     pub amqp: &'a AmqpConfig,
     pub amqp_url: &'a str,
-    /// `AMQP_PREFETCH`; the service's default (`config::DEFAULT_AMQP_PREFETCH`) when `None`.
-    pub prefetch: Option<u16>,
+    /// Settings a curve varies; they win over `env`.
+    pub overrides: Overrides,
     /// Extra environment (`--service-env`).
     pub env: &'a [(String, String)],
     pub log: PathBuf,
+}
+
+/// What a point of a curve sets; `None` leaves the service's default (or `--service-env`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Overrides {
+    /// `AMQP_PREFETCH` (default `config::DEFAULT_AMQP_PREFETCH`).
+    pub prefetch: Option<u16>,
+    /// `AMQP_BATCH_SIZE`: deliveries the consumer applies per transaction.
+    pub batch_size: Option<usize>,
+}
+
+impl Overrides {
+    fn env(self) -> Vec<(&'static str, String)> {
+        let prefetch = self.prefetch.map(|p| ("AMQP_PREFETCH", p.to_string()));
+        let batch = self.batch_size.map(|b| ("AMQP_BATCH_SIZE", b.to_string()));
+        prefetch.into_iter().chain(batch).collect()
+    }
 }
 
 pub struct Service {
@@ -65,10 +82,8 @@ impl Service {
             .stdout(log.try_clone()?)
             .stderr(log)
             .kill_on_drop(true);
-        if let Some(prefetch) = spec.prefetch {
-            command.env("AMQP_PREFETCH", prefetch.to_string());
-        }
         command.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        command.envs(spec.overrides.env());
         let child = command
             .spawn()
             .with_context(|| format!("cannot start {}", spec.bin.display()))?;
@@ -178,6 +193,17 @@ pub fn total(settled: &BTreeMap<String, u64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_settings_a_point_sets_are_passed_on() {
+        assert!(Overrides::default().env().is_empty());
+        let env = Overrides {
+            prefetch: None,
+            batch_size: Some(16),
+        }
+        .env();
+        assert_eq!(env, vec![("AMQP_BATCH_SIZE", "16".to_owned())]);
+    }
 
     #[test]
     fn settled_deliveries_are_summed_by_outcome_across_types() {

@@ -9,37 +9,70 @@ use crate::report::Report;
 pub fn table(report: &Report) -> String {
     let r = &report.ratios;
     let res = &report.resources;
+    let b = &report.batched;
     let mut out = String::new();
     let rows = [
         (
-            "ceiling (raw sqlx)",
-            format!("{} tx/s", num(report.ceiling.median)),
+            "one-statement reference",
+            &report.reference,
+            "tx/s",
+            "1.00×".to_owned(),
+            String::new(),
+        ),
+        (
+            "multi-statement ceiling",
+            &report.ceiling,
+            "tx/s",
+            times(r.ceiling_over_reference),
             "1.00×".to_owned(),
         ),
         (
-            "dedup-table design",
-            format!("{} tx/s", num(report.dedup_table.median)),
-            format!("natural/dedup {}", times(r.natural_over_dedup_table)),
+            "natural, batched",
+            &b.natural,
+            "pay/s",
+            times(r.natural_batched_over_reference),
+            String::new(),
+        ),
+        (
+            "dedup-table, batched",
+            &b.dedup_table,
+            "pay/s",
+            String::new(),
+            String::new(),
         ),
         (
             "consumer (service)",
-            format!("{} msgs/s", num(report.consumer.series.median)),
+            &report.consumer.series,
+            "pay/s",
+            times(r.consumer_over_reference),
             times(r.consumer_over_ceiling),
         ),
         (
             "REST (service)",
-            format!("{} req/s", num(report.rest.series.median)),
+            &report.rest.series,
+            "req/s",
+            times(r.rest_over_reference),
             times(r.rest_over_ceiling),
         ),
     ];
     let _ = writeln!(
         out,
-        "{:<22} {:>14}  ratio to ceiling",
-        "measurement", "median"
+        "{:<24} {:>12}  {:>11}  {:>13}",
+        "measurement", "median", "÷ reference", "÷ multi-stmt"
     );
-    for (name, value, ratio) in rows {
-        let _ = writeln!(out, "{name:<22} {value:>14}  {ratio}");
+    for (name, series, unit, to_reference, to_ceiling) in rows {
+        let value = format!("{} {unit}", num(series.median));
+        let _ = writeln!(
+            out,
+            "{name:<24} {value:>12}  {to_reference:>11}  {to_ceiling:>13}"
+        );
     }
+    let _ = writeln!(
+        out,
+        "natural ÷ dedup-table    {} (both batched by {})",
+        times(r.natural_over_dedup_table),
+        b.batch_size
+    );
     if let Some(l) = &report.rest.latency {
         let _ = writeln!(
             out,
@@ -77,11 +110,14 @@ mod tests {
     fn the_stdout_table_lists_every_measurement() {
         let table = table(&sample());
         for needle in [
-            "ceiling (raw sqlx)",
-            "dedup-table design",
+            "one-statement reference",
+            "multi-statement ceiling",
+            "dedup-table, batched",
             "consumer (service)",
             "REST (service)",
+            "0.40×",
             "0.80×",
+            "1.25× (both batched by 32)",
         ] {
             assert!(table.contains(needle), "{needle} missing from\n{table}");
         }

@@ -1,6 +1,6 @@
-//! A small hand-written SVG line chart: throughput against concurrency, one line per door. The
-//! x axis is categorical (the concurrency levels, evenly spaced — 1, 2, 4, 8, 16 is a log scale),
-//! the y axis linear from zero to a round maximum.
+//! A small hand-written SVG line chart: throughput against concurrency or batch size, one line
+//! per door or design. The x axis is categorical (the levels, evenly spaced — 1, 2, 4, 8, 16 or
+//! 1, 4, 16, 64 is a log scale), the y axis linear from zero to a round maximum.
 
 use std::fmt::Write;
 
@@ -9,6 +9,17 @@ pub struct Line<'a> {
     pub label: &'a str,
     pub color: &'a str,
     pub values: Vec<Option<f64>>,
+}
+
+impl<'a> Line<'a> {
+    /// A line with a value at every level.
+    pub fn of(label: &'a str, color: &'a str, values: &[f64]) -> Self {
+        Self {
+            label,
+            color,
+            values: values.iter().map(|v| Some(*v)).collect(),
+        }
+    }
 }
 
 const WIDTH: f64 = 760.0;

@@ -15,6 +15,8 @@ use uuid::Uuid;
 /// completes one order (PENDING_PAYMENT → PAID, one outbox event), in every phase alike.
 pub const AMOUNT_MINOR: i64 = 4_999;
 pub const CURRENCY: &str = "EUR";
+/// The version every seeded order has: the guard of the payment that completes it.
+pub const SEEDED_VERSION: i64 = 1;
 
 /// A small deterministic generator (SplitMix64): the same run publishes the same sequence.
 pub struct Rng(u64);
@@ -71,20 +73,22 @@ pub async fn seed_orders(conn: &mut PgConnection, ids: &[Uuid]) -> anyhow::Resul
     for chunk in ids.chunks(5_000) {
         sqlx::query(
             "INSERT INTO orders (id, customer_id, amount_minor, currency, status, version) \
-             SELECT id, 'bench', $2, $3, 'PENDING_PAYMENT', 1 FROM unnest($1::uuid[]) AS id",
+             SELECT id, 'bench', $2, $3, 'PENDING_PAYMENT', $4 FROM unnest($1::uuid[]) AS id",
         )
         .bind(chunk)
         .bind(AMOUNT_MINOR)
         .bind(CURRENCY)
+        .bind(SEEDED_VERSION)
         .execute(&mut *conn)
         .await?;
         sqlx::query(
             "INSERT INTO order_transitions (order_id, version, kind, from_status, to_status, \
              cause_source, event_id) \
-             SELECT id, 1, 'created', NULL, 'PENDING_PAYMENT', 'amqp', 'bench-seed' \
+             SELECT id, $2, 'created', NULL, 'PENDING_PAYMENT', 'amqp', 'bench-seed' \
              FROM unnest($1::uuid[]) AS id",
         )
         .bind(chunk)
+        .bind(SEEDED_VERSION)
         .execute(&mut *conn)
         .await?;
     }
@@ -130,27 +134,43 @@ pub fn paid_event_id(order_id: Uuid) -> String {
     format!("ev-paid-{}", order_id.simple())
 }
 
+/// Duplicate deliveries to add to `unique` ones so that they are `share` of all.
+pub fn duplicates_for(unique: usize, share: f64) -> usize {
+    (unique as f64 * share / (1.0 - share)).round() as usize
+}
+
 /// All placements, then all payments in the same order (so a payment reaches the consumer long
 /// after its order's placement and is almost never premature), with `duplicates` redeliveries of
 /// already published events scattered through each block, split between the blocks in
 /// proportion.
 pub fn consumer_events(orders: &[Uuid], duplicates: usize, rng: &mut Rng) -> Vec<Event> {
     let placements: Vec<Event> = orders.iter().map(|&id| placed(id)).collect();
-    let payments: Vec<Event> = orders
-        .iter()
-        .map(|&id| paid(id, paid_event_id(id)))
-        .collect();
     let mut events = with_duplicates(placements, duplicates / 2, rng);
-    events.extend(with_duplicates(payments, duplicates - duplicates / 2, rng));
+    events.extend(payment_events(orders, duplicates - duplicates / 2, rng));
     events
 }
 
-/// Inserts `extra` copies of earlier events of `block`, each after its original.
-fn with_duplicates(block: Vec<Event>, extra: usize, rng: &mut Rng) -> Vec<Event> {
+/// The payment of every order, with `duplicates` redeliveries (same event id) scattered after
+/// their originals: the consumer's load when the orders already exist.
+pub fn payment_events(orders: &[Uuid], duplicates: usize, rng: &mut Rng) -> Vec<Event> {
+    payment_stream(orders, duplicates, rng)
+        .into_iter()
+        .map(|id| paid(id, paid_event_id(id)))
+        .collect()
+}
+
+/// The same stream as [`payment_events`], as the order each delivery pays (a duplicate names its
+/// original's order again): what the raw-SQL designs apply.
+pub fn payment_stream(orders: &[Uuid], duplicates: usize, rng: &mut Rng) -> Vec<Uuid> {
+    with_duplicates(orders.to_vec(), duplicates, rng)
+}
+
+/// Inserts `extra` copies of earlier items of `block`, each after its original.
+fn with_duplicates<T: Clone>(block: Vec<T>, extra: usize, rng: &mut Rng) -> Vec<T> {
     if block.is_empty() {
         return block;
     }
-    let mut copies: Vec<Vec<Event>> = vec![vec![]; block.len()];
+    let mut copies: Vec<Vec<T>> = vec![vec![]; block.len()];
     for _ in 0..extra {
         let original = rng.below(block.len());
         // Delivered again somewhere at or after the original's position.
@@ -160,7 +180,7 @@ fn with_duplicates(block: Vec<Event>, extra: usize, rng: &mut Rng) -> Vec<Event>
     block
         .into_iter()
         .zip(copies)
-        .flat_map(|(event, copies)| std::iter::once(event).chain(copies))
+        .flat_map(|(item, copies)| std::iter::once(item).chain(copies))
         .collect()
 }
 
@@ -207,5 +227,18 @@ mod tests {
             .chain(orders.iter().map(|&id| paid_event_id(id)))
             .collect();
         assert_eq!(first_occurrences, expected);
+    }
+
+    #[test]
+    fn a_payment_stream_names_each_order_once_plus_its_duplicates() {
+        let orders = new_orders(40);
+        let stream = payment_stream(&orders, duplicates_for(40, 0.2), &mut Rng::new(3));
+        assert_eq!(stream.len(), 50, "a fifth of all deliveries are duplicates");
+        let unique: HashSet<Uuid> = stream.iter().copied().collect();
+        assert_eq!(unique.len(), 40);
+        let events = payment_events(&orders, 10, &mut Rng::new(3));
+        let paid_orders: Vec<String> = stream.iter().map(|&id| paid_event_id(id)).collect();
+        let event_ids: Vec<String> = events.into_iter().map(|e| e.event_id).collect();
+        assert_eq!(event_ids, paid_orders, "the same stream, as events");
     }
 }

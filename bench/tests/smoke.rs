@@ -1,6 +1,7 @@
 //! The benchmark harness at a tiny size, so it cannot rot: it must run against the real Postgres
-//! and RabbitMQ, spawn the real service, write its report and find that duplicates write
-//! nothing. No timing is asserted.
+//! and RabbitMQ, spawn the real service, run every phase once (the raw designs, both doors, the
+//! duplicates, both curves), write its report and find that duplicates write nothing and that
+//! each design writes the rows it should. Figures must be positive; no timing is asserted.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -58,16 +59,82 @@ fn the_benchmark_runs_end_to_end_and_duplicates_write_no_rows() {
     for key in [
         "machine",
         "settings",
+        "reference",
         "ceiling",
-        "dedup_table",
+        "batched",
         "consumer",
         "rest",
         "ratios",
         "duplicates",
         "resources",
         "scaling",
+        "batch_curve",
     ] {
         assert!(report.get(key).is_some(), "the report has no {key}");
+    }
+    for pointer in [
+        "/reference/median",
+        "/ceiling/median",
+        "/batched/natural/median",
+        "/batched/dedup_table/median",
+        "/consumer/series/median",
+        "/consumer/applied/median",
+        "/rest/series/median",
+        "/ratios/consumer_over_reference",
+        "/ratios/rest_over_reference",
+        "/ratios/consumer_over_ceiling",
+        "/ratios/rest_over_ceiling",
+        "/ratios/natural_over_dedup_table",
+        "/resources/consumer_cpu_s_per_1000_messages",
+        "/resources/cpu_per_operation/natural_batched/total_ms",
+        "/resources/cpu_per_operation/dedup_table_batched/total_ms",
+        "/resources/peak_rss_mib",
+        "/rest/open_loop_latency/p99_ms",
+    ] {
+        let value = report.pointer(pointer).and_then(Value::as_f64);
+        assert!(value.is_some_and(|v| v > 0.0), "{pointer} is {value:?}");
+    }
+    let curves = [
+        (
+            "scaling",
+            "levels",
+            [
+                "reference_tx_per_s",
+                "consumer_msgs_per_s",
+                "rest_req_per_s",
+            ],
+        ),
+        (
+            "batch_curve",
+            "sizes",
+            [
+                "consumer_msgs_per_s",
+                "natural_msgs_per_s",
+                "consumer_service_cpu_s_per_1000",
+            ],
+        ),
+    ];
+    for (curve, levels, lines) in curves {
+        let points = report[curve][levels].as_array().map_or(0, Vec::len);
+        assert!(points >= 2, "{curve} has {points} points");
+        for line in lines {
+            let values = report[curve][line].as_array().cloned().unwrap_or_default();
+            assert_eq!(values.len(), points, "{curve}.{line}");
+            assert!(
+                values.iter().all(|v| v.as_f64().is_some_and(|v| v > 0.0)),
+                "{curve}.{line}: {values:?}"
+            );
+        }
+    }
+    // Every design writes what the service writes: ledger, order, history, outbox; the
+    // dedup-table design one row more.
+    for (design, rows) in [
+        ("reference", 4.0),
+        ("ceiling", 4.0),
+        ("natural_batched", 4.0),
+        ("dedup_table_batched", 5.0),
+    ] {
+        assert_eq!(report["rows_per_payment"][design], rows, "{design}");
     }
     for door in ["amqp", "rest"] {
         let cost = &report["duplicates"][door];
@@ -83,5 +150,6 @@ fn the_benchmark_runs_end_to_end_and_duplicates_write_no_rows() {
     }
     assert!(out.join("latest.md").is_file());
     assert!(out.join("latest.svg").is_file());
+    assert!(out.join("latest-batch.svg").is_file());
     std::fs::remove_dir_all(&out).expect("remove the smoke test's reports");
 }
