@@ -24,6 +24,7 @@ cd "$(dirname "$0")/.."
 examples=${SCHEMATHESIS_EXAMPLES:-150}
 seed=${SCHEMATHESIS_SEED:-20261122}
 out=target/schemathesis
+config=$(pwd)/.ci/schemathesis.toml
 mkdir -p "$out"
 
 log() { printf '\n== %s\n' "$*"; }
@@ -110,7 +111,7 @@ log "schemathesis: $examples examples per operation, seed $seed"
 status=0
 # Run from the output directory: schemathesis keeps its cache (.schemathesis/) in the working
 # directory, and that belongs under target/, not in the source tree.
-(cd "$out" && "$st" run "http://127.0.0.1:$port/openapi.json" \
+(cd "$out" && "$st" --config-file "$config" run "http://127.0.0.1:$port/openapi.json" \
   --header "Authorization: Bearer $token" \
   --checks all \
   --exclude-checks positive_data_acceptance \
