@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use serde_json::json;
-use tokio::process::Command;
 use uuid::Uuid;
 
 use crate::common::proxy::Proxy;
@@ -88,23 +87,6 @@ async fn lock_waits(h: &Harness) -> i64 {
     .fetch_one(&h.db.pool)
     .await
     .expect("read pg_stat_activity")
-}
-
-/// Deliveries of `queue` held by consumers and not yet acknowledged, as the broker counts them.
-async fn unacked(queue: &str) -> Option<u64> {
-    let output = Command::new("rabbitmqctl")
-        .args(["list_queues", "--quiet", "name", "messages_unacknowledged"])
-        .output()
-        .await
-        .expect("run rabbitmqctl");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find_map(|line| {
-            line.strip_prefix(&format!("{queue}\t"))?
-                .trim()
-                .parse()
-                .ok()
-        })
 }
 
 fn pay_body(order: Uuid, transfer: &str, amount: i64) -> serde_json::Value {
@@ -296,7 +278,7 @@ async fn a_message_waiting_for_a_lock_leaves_its_batch_and_the_rest_is_committed
     eventually(
         "the broker to hold one unacknowledged delivery",
         WAIT,
-        || async { (unacked(&inbox).await == Some(1)).then_some(()) },
+        || async { (h.unacked_count(&inbox).await == Some(1)).then_some(()) },
     )
     .await;
     assert_eq!(h.ready_count(&inbox).await, 0);
@@ -307,7 +289,7 @@ async fn a_message_waiting_for_a_lock_leaves_its_batch_and_the_rest_is_committed
         ("PAID".into(), 2, 1000)
     );
     eventually("every delivery to be settled", WAIT, || async {
-        (h.settled() == 4 && unacked(&inbox).await == Some(0)).then_some(())
+        (h.settled() == 4 && h.unacked_count(&inbox).await == Some(0)).then_some(())
     })
     .await;
     assert!(h.take_dead_letters().await.is_empty());

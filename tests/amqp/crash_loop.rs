@@ -95,6 +95,11 @@ async fn a_message_that_never_finishes_is_dead_lettered_by_the_broker_at_the_del
         let other = Uuid::new_v4();
         h.place(&format!("other-{cut}"), other, 500).await;
         h.wait_for_status(other, "PENDING_PAYMENT").await;
+        // Only the payment comes back at the cut: the other message was acknowledged.
+        eventually("the other message to be acknowledged", WAIT, || async {
+            (h.unacked_count(&h.topology.inbox).await == Some(1)).then_some(())
+        })
+        .await;
         proxy.sever();
         eventually("readiness to drop", WAIT, || async {
             (!ready.is_ready()).then_some(())

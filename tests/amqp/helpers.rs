@@ -513,6 +513,24 @@ impl Harness {
         crate::common::ready_count(&self.channel, queue).await
     }
 
+    /// Deliveries of `queue` held by consumers and not yet acknowledged, as the broker counts
+    /// them (`rabbitmqctl`: the AMQP protocol does not tell).
+    pub async fn unacked_count(&self, queue: &str) -> Option<u64> {
+        let output = tokio::process::Command::new("rabbitmqctl")
+            .args(["list_queues", "--quiet", "name", "messages_unacknowledged"])
+            .output()
+            .await
+            .expect("run rabbitmqctl");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix(&format!("{queue}\t"))?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+    }
+
     /// Takes every message out of the dead-letter queue, acknowledged, as it was delivered.
     pub async fn take_dead_letter_deliveries(&self) -> Vec<lapin::message::Delivery> {
         let mut deliveries = vec![];
