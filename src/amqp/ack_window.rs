@@ -95,81 +95,87 @@ impl Acknowledger {
 
 #[cfg(test)]
 mod tests {
+    use super::Ack::{One, UpTo};
     use super::*;
 
-    fn window(received: impl IntoIterator<Item = u64>) -> AckWindow {
+    /// Receives the deliveries `1..=received`, then settles each batch of `steps` in turn and
+    /// checks the acks it sends.
+    fn assert_settles(received: u64, steps: &[(&[u64], &[Ack])]) {
         let mut window = AckWindow::default();
-        for tag in received {
+        for tag in 1..=received {
             window.received(tag);
         }
-        window
+        for (batch, acks) in steps {
+            assert_eq!(window.settle(batch), *acks, "settling {batch:?}");
+        }
     }
 
     #[test]
     fn one_delivery_at_a_time_is_acknowledged_on_its_own_as_without_batches() {
-        let mut w = window(1..=3);
-        assert_eq!(w.settle(&[1]), [Ack::One(1)]);
-        assert_eq!(w.settle(&[2]), [Ack::One(2)]);
-        w.received(4);
-        assert_eq!(w.settle(&[4]), [Ack::One(4)]);
-        assert_eq!(w.settle(&[3]), [Ack::One(3)]);
+        assert_settles(
+            4,
+            &[
+                (&[1], &[One(1)]),
+                (&[2], &[One(2)]),
+                (&[4], &[One(4)]),
+                (&[3], &[One(3)]),
+            ],
+        );
     }
 
     #[test]
     fn a_batch_of_the_lowest_unsettled_deliveries_is_one_multiple_ack_of_its_highest() {
-        let mut w = window(1..=8);
-        assert_eq!(w.settle(&[3, 1, 4, 2]), [Ack::UpTo(4)]);
-        assert_eq!(w.settle(&[5, 6, 7, 8]), [Ack::UpTo(8)]);
+        assert_settles(
+            8,
+            &[(&[3, 1, 4, 2], &[UpTo(4)]), (&[5, 6, 7, 8], &[UpTo(8)])],
+        );
     }
 
     #[test]
     fn a_batch_above_an_unsettled_delivery_is_acknowledged_one_by_one() {
-        let mut w = window(1..=8);
-        assert_eq!(
-            w.settle(&[5, 6, 7, 8]),
-            [Ack::One(5), Ack::One(6), Ack::One(7), Ack::One(8)]
+        assert_settles(
+            8,
+            &[
+                (&[5, 6, 7, 8], &[One(5), One(6), One(7), One(8)]),
+                // The earlier batch finishing later sweeps up to its own highest only.
+                (&[1, 2, 3, 4], &[UpTo(4)]),
+            ],
         );
-        // The earlier batch finishing later sweeps up to its own highest only.
-        assert_eq!(w.settle(&[1, 2, 3, 4]), [Ack::UpTo(4)]);
     }
 
     #[test]
     fn a_waiting_delivery_splits_its_batch_at_itself() {
-        // 3 waits for Postgres: 1 and 2 go together, 4 and 5 on their own.
-        let mut w = window(1..=5);
-        assert_eq!(
-            w.settle(&[1, 2, 4, 5]),
-            [Ack::UpTo(2), Ack::One(4), Ack::One(5)]
+        assert_settles(
+            5,
+            &[
+                // 3 waits for Postgres: 1 and 2 go together, 4 and 5 on their own.
+                (&[1, 2, 4, 5], &[UpTo(2), One(4), One(5)]),
+                // Once 3 is settled, its ack names only itself.
+                (&[3], &[One(3)]),
+            ],
         );
-        // Once 3 is settled, its ack names only itself.
-        assert_eq!(w.settle(&[3]), [Ack::One(3)]);
     }
 
     #[test]
     fn a_multiple_ack_may_sweep_deliveries_acknowledged_before_but_names_a_new_one() {
-        let mut w = window(1..=4);
-        assert_eq!(w.settle(&[2]), [Ack::One(2)]);
-        assert_eq!(w.settle(&[1, 3]), [Ack::UpTo(3)]);
-        assert_eq!(w.settle(&[4]), [Ack::One(4)]);
+        assert_settles(
+            4,
+            &[(&[2], &[One(2)]), (&[1, 3], &[UpTo(3)]), (&[4], &[One(4)])],
+        );
     }
 
     #[test]
     fn later_deliveries_do_not_hold_back_a_batch_below_them() {
-        let mut w = window(1..=4);
-        w.received(5);
-        w.received(6);
-        assert_eq!(w.settle(&[1, 2, 3, 4]), [Ack::UpTo(4)]);
+        assert_settles(6, &[(&[1, 2, 3, 4], &[UpTo(4)])]);
     }
 
     #[test]
     fn a_tag_the_window_never_received_is_acknowledged_on_its_own() {
-        let mut w = window(1..=2);
-        assert_eq!(w.settle(&[1, 2, 9]), [Ack::One(9), Ack::UpTo(2)]);
+        assert_settles(2, &[(&[1, 2, 9], &[One(9), UpTo(2)])]);
     }
 
     #[test]
     fn nothing_to_settle_sends_nothing() {
-        let mut w = window(1..=2);
-        assert_eq!(w.settle(&[]), []);
+        assert_settles(2, &[(&[], &[])]);
     }
 }

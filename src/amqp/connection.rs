@@ -1,10 +1,13 @@
 //! Connecting to RabbitMQ: which node of `AMQP_URL` a component connects to next ([`Nodes`]),
-//! and the reconnect loop with its capped exponential backoff that every component runs.
+//! the reconnect loop with its capped exponential backoff that every component runs, and how a
+//! consuming component (the consumer, the parker) starts reading its queue ([`consume`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lapin::{Connection, ConnectionProperties};
+use lapin::options::{BasicConsumeOptions, BasicQosOptions};
+use lapin::types::FieldTable;
+use lapin::{Channel, Connection, ConnectionProperties};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{AmqpEndpoint, AmqpEndpoints};
@@ -84,6 +87,29 @@ pub async fn reconnecting<Fut>(
 pub async fn connect(url: &str, name: &str) -> lapin::Result<Connection> {
     let properties = ConnectionProperties::default().with_connection_name(name.into());
     Connection::connect(url, properties).await
+}
+
+/// Starts consuming `queue` on `channel` with at most `prefetch` deliveries unacknowledged, under
+/// a consumer tag of this session's own (`<tag_prefix>-<uuid>`; the stream's `tag()` cancels it).
+pub(super) async fn consume(
+    channel: &Channel,
+    queue: &str,
+    prefetch: u16,
+    tag_prefix: &str,
+) -> Result<lapin::Consumer, AmqpError> {
+    channel
+        .basic_qos(prefetch, BasicQosOptions::default())
+        .await?;
+    let tag = format!("{tag_prefix}-{}", uuid::Uuid::new_v4().simple());
+    let deliveries = channel
+        .basic_consume(
+            queue.into(),
+            tag.as_str().into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await?;
+    Ok(deliveries)
 }
 
 /// The nodes of `AMQP_URL` as one component (the consumer, the relay, …) uses them: in an order

@@ -10,15 +10,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 use lapin::message::Delivery;
-use lapin::options::{
-    BasicCancelOptions, BasicConsumeOptions, BasicQosOptions, ConfirmSelectOptions,
-};
-use lapin::types::FieldTable;
+use lapin::options::{BasicCancelOptions, ConfirmSelectOptions};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::ack_window::Acknowledger;
-use super::connection::{AmqpError, Nodes, reconnecting};
+use super::connection::{AmqpError, Nodes, consume, reconnecting};
 use super::topology::Topology;
 use super::worker::Worker;
 use crate::app::App;
@@ -117,18 +114,13 @@ impl Consumer {
         publisher
             .confirm_select(ConfirmSelectOptions::default())
             .await?;
-        channel
-            .basic_qos(self.config.prefetch, BasicQosOptions::default())
-            .await?;
-        let tag = format!("order-service-{}", uuid::Uuid::new_v4().simple());
-        let mut deliveries = channel
-            .basic_consume(
-                self.topology.inbox.as_str().into(),
-                tag.as_str().into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
+        let mut deliveries = consume(
+            &channel,
+            &self.topology.inbox,
+            self.config.prefetch,
+            "order-service",
+        )
+        .await?;
         self.ready.set(true);
         self.settled.sessions.fetch_add(1, Ordering::Relaxed);
         tracing::info!(
@@ -180,7 +172,7 @@ impl Consumer {
         if ended.is_ok() {
             tracing::info!("stopping: finishing in-flight messages");
             let _ = channel
-                .basic_cancel(tag.as_str().into(), BasicCancelOptions::default())
+                .basic_cancel(deliveries.tag(), BasicCancelOptions::default())
                 .await;
         } else {
             session.cancel();

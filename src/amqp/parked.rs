@@ -231,16 +231,8 @@ fn envelope_fields(body: &[u8]) -> (Option<String>, Option<String>) {
 mod tests {
     use super::*;
 
-    fn death(reason: &str, queue: &str, routing_key: &str) -> AMQPValue {
-        let mut entry = FieldTable::default();
-        entry.insert("reason".into(), AMQPValue::LongString(reason.into()));
-        entry.insert("queue".into(), AMQPValue::LongString(queue.into()));
-        entry.insert("count".into(), AMQPValue::LongLongInt(1));
-        entry.insert(
-            "routing-keys".into(),
-            AMQPValue::FieldArray(vec![AMQPValue::LongString(routing_key.into())].into()),
-        );
-        AMQPValue::FieldTable(entry)
+    fn long_string(value: &str) -> AMQPValue {
+        AMQPValue::LongString(value.into())
     }
 
     fn headers(entries: &[(&str, AMQPValue)]) -> FieldTable {
@@ -251,16 +243,37 @@ mod tests {
         table
     }
 
-    fn deaths(entries: Vec<AMQPValue>) -> AMQPValue {
+    /// An `x-death` header: one entry per `(reason, queue, routing key)`, newest first.
+    fn deaths(entries: &[(&str, &str, &str)]) -> AMQPValue {
+        let entries: Vec<AMQPValue> = entries
+            .iter()
+            .map(|(reason, queue, routing_key)| {
+                let mut entry = FieldTable::default();
+                entry.insert("reason".into(), long_string(reason));
+                entry.insert("queue".into(), long_string(queue));
+                entry.insert("count".into(), AMQPValue::LongLongInt(1));
+                entry.insert(
+                    "routing-keys".into(),
+                    AMQPValue::FieldArray(vec![long_string(routing_key)].into()),
+                );
+                AMQPValue::FieldTable(entry)
+            })
+            .collect();
         AMQPValue::FieldArray(entries.into())
+    }
+
+    /// The service's header `key` (text) beside the broker's `x-death` (see [`deaths`]).
+    fn service_header_and_deaths(
+        key: &str,
+        value: &str,
+        died: &[(&str, &str, &str)],
+    ) -> FieldTable {
+        headers(&[(key, long_string(value)), (DEATH_HEADER, deaths(died))])
     }
 
     #[test]
     fn the_services_reason_comes_first() {
-        let h = headers(&[(
-            REASON_HEADER,
-            AMQPValue::LongString("poison: not a JSON envelope".into()),
-        )]);
+        let h = headers(&[(REASON_HEADER, long_string("poison: not a JSON envelope"))]);
         assert_eq!(reason_of(Some(&h), 20), "poison: not a JSON envelope");
     }
 
@@ -269,11 +282,7 @@ mod tests {
         let h = headers(&[
             (
                 DEATH_HEADER,
-                deaths(vec![death(
-                    "delivery_limit",
-                    "order-service.inbox",
-                    "payment.succeeded",
-                )]),
+                deaths(&[("delivery_limit", "order-service.inbox", "payment.succeeded")]),
             ),
             (DELIVERY_COUNT_HEADER, AMQPValue::LongLongInt(0)),
         ]);
@@ -294,7 +303,7 @@ mod tests {
             ("maxlen", ReasonClass::Maxlen),
             ("something_new", ReasonClass::Other),
         ] {
-            let h = headers(&[(DEATH_HEADER, deaths(vec![death(broker, "q", "k")]))]);
+            let h = headers(&[(DEATH_HEADER, deaths(&[(broker, "q", "k")]))]);
             let reason = reason_of(Some(&h), 20);
             assert_eq!(ReasonClass::of(&reason), class, "{reason}");
             assert!(reason.contains("broker dead letter from q"), "{reason}");
@@ -305,19 +314,14 @@ mod tests {
     fn a_delivery_limit_after_retries_is_the_brokers_reason_not_the_last_retrys() {
         // Retried once (its delay queue's TTL added an `expired` death and the retry's reason),
         // then it crash-looped in the inbox until the broker gave up.
-        let h = headers(&[
-            (
-                REASON_HEADER,
-                AMQPValue::LongString("premature: order 1 does not exist yet".into()),
-            ),
-            (
-                DEATH_HEADER,
-                deaths(vec![
-                    death("delivery_limit", "inbox", "inbox"),
-                    death("expired", "inbox.retry.1000ms", "inbox.retry.1000ms"),
-                ]),
-            ),
-        ]);
+        let h = service_header_and_deaths(
+            REASON_HEADER,
+            "premature: order 1 does not exist yet",
+            &[
+                ("delivery_limit", "inbox", "inbox"),
+                ("expired", "inbox.retry.1000ms", "inbox.retry.1000ms"),
+            ],
+        );
         let reason = reason_of(Some(&h), 20);
         assert!(
             reason.starts_with("delivery_limit: delivered more than 20 times"),
@@ -327,18 +331,11 @@ mod tests {
 
     #[test]
     fn a_dead_letter_after_retries_keeps_the_services_reason() {
-        let h = headers(&[
-            (
-                REASON_HEADER,
-                AMQPValue::LongString(
-                    "premature: order 1 does not exist yet (gave up after 2 attempts)".into(),
-                ),
-            ),
-            (
-                DEATH_HEADER,
-                deaths(vec![death("expired", "inbox.retry.1000ms", "inbox")]),
-            ),
-        ]);
+        let h = service_header_and_deaths(
+            REASON_HEADER,
+            "premature: order 1 does not exist yet (gave up after 2 attempts)",
+            &[("expired", "inbox.retry.1000ms", "inbox")],
+        );
         assert!(reason_of(Some(&h), 20).starts_with("premature: order 1"));
     }
 
@@ -349,23 +346,18 @@ mod tests {
 
     #[test]
     fn the_original_routing_key_is_the_services_header_then_the_brokers_then_the_deliverys() {
-        let service = headers(&[
-            (
-                ORIGINAL_ROUTING_KEY_HEADER,
-                AMQPValue::LongString("payment.succeeded".into()),
-            ),
-            (
-                DEATH_HEADER,
-                deaths(vec![death("delivery_limit", "inbox", "inbox")]),
-            ),
-        ]);
+        let service = service_header_and_deaths(
+            ORIGINAL_ROUTING_KEY_HEADER,
+            "payment.succeeded",
+            &[("delivery_limit", "inbox", "inbox")],
+        );
         assert_eq!(
             original_routing_key(Some(&service), "x"),
             "payment.succeeded"
         );
         let broker = headers(&[(
             DEATH_HEADER,
-            deaths(vec![death("delivery_limit", "inbox", "order.placed")]),
+            deaths(&[("delivery_limit", "inbox", "order.placed")]),
         )]);
         assert_eq!(original_routing_key(Some(&broker), "x"), "order.placed");
         assert_eq!(
@@ -377,10 +369,10 @@ mod tests {
     #[test]
     fn bookkeeping_headers_are_not_kept_and_the_rest_are() {
         let h = headers(&[
-            (REASON_HEADER, AMQPValue::LongString("poison: x".into())),
+            (REASON_HEADER, long_string("poison: x")),
             (ATTEMPT_HEADER, AMQPValue::LongUInt(3)),
-            (DEATH_HEADER, deaths(vec![])),
-            ("traceparent", AMQPValue::LongString("00-abc-01".into())),
+            (DEATH_HEADER, deaths(&[])),
+            ("traceparent", long_string("00-abc-01")),
         ]);
         let letter = dead_letter_of(
             "payment.succeeded",
@@ -402,10 +394,7 @@ mod tests {
 
     #[test]
     fn oversized_headers_are_left_out_and_their_size_shown() {
-        let h = headers(&[(
-            "huge",
-            AMQPValue::LongString("h".repeat(ORIGINAL_HEADERS_MAX_BYTES).into()),
-        )]);
+        let h = headers(&[("huge", long_string(&"h".repeat(ORIGINAL_HEADERS_MAX_BYTES)))]);
         let letter = dead_letter_of("k", &BasicProperties::default().with_headers(h), b"{}", 20);
         assert!(letter.headers[HEADERS_DROPPED_HEADER].as_i64().unwrap() > 16_384);
         assert_eq!(
@@ -448,7 +437,7 @@ mod tests {
     fn a_long_reason_is_cut_to_the_stored_bound() {
         let h = headers(&[(
             REASON_HEADER,
-            AMQPValue::LongString(format!("poison: {}", "x".repeat(5000)).into()),
+            long_string(&format!("poison: {}", "x".repeat(5000))),
         )]);
         let letter = dead_letter_of("k", &BasicProperties::default().with_headers(h), b"", 20);
         assert!(letter.reason.len() <= MAX_REASON_BYTES);

@@ -10,12 +10,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use lapin::message::Delivery;
-use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
-use lapin::types::FieldTable;
+use lapin::options::BasicAckOptions;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{AmqpError, Backoff, Nodes, reconnecting};
+use super::connection::{AmqpError, Backoff, Nodes, consume, reconnecting};
 use super::parked::dead_letter_of;
 use super::topology::Topology;
 use crate::app::App;
@@ -68,18 +67,13 @@ impl Parker {
             .await?;
         let channel = connection.create_channel().await?;
         self.topology.declare_dead_letter_side(&channel).await?;
-        channel
-            .basic_qos(PREFETCH, BasicQosOptions::default())
-            .await?;
-        let tag = format!("order-service-parker-{}", uuid::Uuid::new_v4().simple());
-        let mut deliveries = channel
-            .basic_consume(
-                self.topology.dead_letter_queue.as_str().into(),
-                tag.as_str().into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
+        let mut deliveries = consume(
+            &channel,
+            &self.topology.dead_letter_queue,
+            PREFETCH,
+            "order-service-parker",
+        )
+        .await?;
         self.ready.set(true);
         tracing::info!(queue = %self.topology.dead_letter_queue, "parking dead letters");
 

@@ -259,6 +259,15 @@ mod tests {
         format!("{id}:{}:{scopes}", TokenDigest::of(token).to_hex())
     }
 
+    /// One [`line`] per `(id, token, scopes)`, separated by `;` as `AUTH_CLIENTS` takes them.
+    fn lines(clients: &[(&str, &str, &str)]) -> String {
+        let lines: Vec<String> = clients
+            .iter()
+            .map(|(id, token, scopes)| line(id, token, scopes))
+            .collect();
+        lines.join(";")
+    }
+
     #[test]
     fn entries_separated_by_semicolons_or_lines_with_comments_parse() {
         let text = format!(
@@ -346,11 +355,7 @@ mod tests {
 
     #[test]
     fn a_token_configured_twice_is_refused() {
-        let shared = format!(
-            "{};{}",
-            line("a", "t", "orders:read"),
-            line("b", "t", "orders:read")
-        );
+        let shared = lines(&[("a", "t", "orders:read"), ("b", "t", "orders:read")]);
         assert!(ClientRegistry::parse(&shared, "x").is_err());
         let one = ClientRegistry::parse(&line("a", "t1", "orders:read"), "x").unwrap();
         let again = ClientRegistry::parse(&line("b", "t1", "orders:write"), "y").unwrap();
@@ -359,11 +364,10 @@ mod tests {
 
     #[test]
     fn a_client_may_hold_two_tokens_while_one_is_rotated() {
-        let both = format!(
-            "{};{}",
-            line("shop", "old", "orders:read,orders:write"),
-            line("shop", "new", "orders:read,orders:write")
-        );
+        let both = lines(&[
+            ("shop", "old", "orders:read,orders:write"),
+            ("shop", "new", "orders:read,orders:write"),
+        ]);
         let registry = ClientRegistry::parse(&both, "x").unwrap();
         assert_eq!(registry.authenticate("old").unwrap().id.as_str(), "shop");
         assert_eq!(registry.authenticate("new").unwrap().id.as_str(), "shop");

@@ -20,51 +20,33 @@ const TRACEPARENT_LEN: usize = 55;
 /// The `sampled` trace flag; the only one this service passes on.
 const SAMPLED: u8 = 0x01;
 
-/// A 16-byte trace id, never all zeros.
+/// An id of `N` bytes as W3C Trace Context defines them, never all zeros: a [`TraceId`] or a
+/// [`SpanId`], told apart by their length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TraceId([u8; 16]);
+pub struct W3cId<const N: usize>([u8; N]);
 
-/// An 8-byte span id, never all zeros.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SpanId([u8; 8]);
+/// A 16-byte trace id.
+pub type TraceId = W3cId<16>;
 
-impl TraceId {
+/// An 8-byte span id.
+pub type SpanId = W3cId<8>;
+
+impl<const N: usize> W3cId<N> {
     /// `None` for the all-zero id, which W3C reserves as invalid.
-    pub fn from_bytes(bytes: [u8; 16]) -> Option<Self> {
-        (bytes != [0; 16]).then_some(Self(bytes))
+    pub fn from_bytes(bytes: [u8; N]) -> Option<Self> {
+        (bytes != [0; N]).then_some(Self(bytes))
     }
 
-    pub fn to_bytes(self) -> [u8; 16] {
+    pub fn to_bytes(self) -> [u8; N] {
         self.0
     }
 
     fn random() -> Self {
-        Self::from_bytes(random_bytes()).unwrap_or(Self([0x42; 16]))
+        Self::from_bytes(random_bytes()).unwrap_or(Self([0x42; N]))
     }
 }
 
-impl SpanId {
-    /// `None` for the all-zero id, which W3C reserves as invalid.
-    pub fn from_bytes(bytes: [u8; 8]) -> Option<Self> {
-        (bytes != [0; 8]).then_some(Self(bytes))
-    }
-
-    pub fn to_bytes(self) -> [u8; 8] {
-        self.0
-    }
-
-    fn random() -> Self {
-        Self::from_bytes(random_bytes()).unwrap_or(Self([0x42; 8]))
-    }
-}
-
-impl fmt::Display for TraceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&hex::encode(self.0))
-    }
-}
-
-impl fmt::Display for SpanId {
+impl<const N: usize> fmt::Display for W3cId<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&hex::encode(self.0))
     }
