@@ -9,14 +9,14 @@ use utoipa::IntoParams;
 
 use super::cursor;
 use super::dto::{OrderList, PlaceOrderRequest};
-use super::extract::{Caller, ListQuery, Mutation, OrderPath};
+use super::extract::{Caller, IdPath, ListQuery, Mutation};
 use super::openapi_parts::{CommandHeaders, OrderIdPath, OrderReadProblems};
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
 use crate::app::PageRequest;
 use crate::app::views::{OrderStatusView, OrderView};
-use crate::domain::CustomerId;
+use crate::domain::{CustomerId, OrderId};
 
 /// Place an order.
 ///
@@ -68,7 +68,7 @@ pub async fn place_order(
 )]
 pub async fn get_order(
     State(state): State<ApiState>,
-    OrderPath(id): OrderPath,
+    IdPath(id): IdPath<OrderId>,
 ) -> Result<Response, Problem> {
     let order = state.app.order(id).await?;
     Ok((
