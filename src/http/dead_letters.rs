@@ -5,6 +5,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::cursor;
 use super::dead_letter_requests::{ActionRequest, BulkReplayRequest, DeadLetterListParams};
@@ -18,6 +20,17 @@ use crate::app::dead_letters::views::{
     BulkReplayView, DeadLetterList, DeadLetterSummaryView, DeadLetterView,
 };
 use crate::domain::{DeadLetterAction, DeadLetterId};
+
+/// This module's routes, with their documentation.
+pub(super) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_dead_letters))
+        .routes(routes!(dead_letter_summary))
+        .routes(routes!(get_dead_letter))
+        .routes(routes!(replay_dead_letter))
+        .routes(routes!(discard_dead_letter))
+        .routes(routes!(replay_dead_letters))
+}
 
 /// List dead letters, newest first (by when they were last dead-lettered).
 ///

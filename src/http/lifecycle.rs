@@ -3,6 +3,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::dto::{CancelRequest, HistoryList, ShipRequest};
 use super::extract::{Caller, IdPath, IfMatch, Mutation};
@@ -15,6 +17,14 @@ use super::respond;
 use super::state::ApiState;
 use crate::app::views::HistoryEntryView;
 use crate::domain::OrderId;
+
+/// This module's routes, with their documentation.
+pub(super) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(ship_order))
+        .routes(routes!(cancel_order))
+        .routes(routes!(order_history))
+}
 
 /// Ship a paid order.
 ///

@@ -6,6 +6,8 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::cursor;
 use super::dto::{OrderList, PlaceOrderRequest};
@@ -17,6 +19,13 @@ use super::state::ApiState;
 use crate::app::PageRequest;
 use crate::app::views::{OrderStatusView, OrderView};
 use crate::domain::{CustomerId, OrderId};
+
+/// This module's routes, with their documentation.
+pub(super) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(place_order, list_orders))
+        .routes(routes!(get_order))
+}
 
 /// Place an order.
 ///

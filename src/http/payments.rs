@@ -2,6 +2,8 @@
 
 use axum::extract::State;
 use axum::response::Response;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::dto::{LedgerList, PaymentRequest, PaymentResponse, RefundRequest, RefundResponse};
 use super::extract::{Caller, IdPath, Mutation};
@@ -11,6 +13,13 @@ use super::respond;
 use super::state::ApiState;
 use crate::app::views::LedgerEntryView;
 use crate::domain::OrderId;
+
+/// This module's routes, with their documentation.
+pub(super) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(record_payment, list_payments))
+        .routes(routes!(record_refund))
+}
 
 /// Record a payment.
 ///
