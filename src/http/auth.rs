@@ -271,24 +271,16 @@ mod tests {
 
     #[test]
     fn reads_need_orders_read_and_everything_else_under_v1_orders_write() {
-        assert_eq!(
-            required_scope(&Method::GET, "/v1/orders"),
-            Some(Scope::OrdersRead)
-        );
-        assert_eq!(
-            required_scope(&Method::HEAD, "/v1/orders/x"),
-            Some(Scope::OrdersRead)
-        );
-        assert_eq!(
-            required_scope(&Method::POST, "/v1/orders"),
-            Some(Scope::OrdersWrite)
-        );
-        assert_eq!(
-            required_scope(&Method::DELETE, "/v1/orders/x"),
-            Some(Scope::OrdersWrite)
-        );
-        assert_eq!(required_scope(&Method::GET, "/v1x"), None);
-        assert_eq!(required_scope(&Method::POST, "/other"), None);
+        for (method, path, scope) in [
+            (Method::GET, "/v1/orders", Some(Scope::OrdersRead)),
+            (Method::HEAD, "/v1/orders/x", Some(Scope::OrdersRead)),
+            (Method::POST, "/v1/orders", Some(Scope::OrdersWrite)),
+            (Method::DELETE, "/v1/orders/x", Some(Scope::OrdersWrite)),
+            (Method::GET, "/v1x", None),
+            (Method::POST, "/other", None),
+        ] {
+            assert_eq!(required_scope(&method, path), scope, "{method} {path}");
+        }
     }
 
     #[test]

@@ -5,10 +5,12 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::cursor;
 use super::dead_letter_requests::{ActionRequest, BulkReplayRequest, DeadLetterListParams};
-use super::extract::{Caller, DeadLetterPath, ListQuery, Mutation};
+use super::extract::{Caller, IdPath, ListQuery, Mutation};
 use super::openapi_parts::{CommandHeaders, CommandProblems, DeadLetterActed, DeadLetterIdPath};
 use super::problem::Problem;
 use super::respond;
@@ -17,7 +19,18 @@ use crate::app::dead_letters::DeadLetterPageRequest;
 use crate::app::dead_letters::views::{
     BulkReplayView, DeadLetterList, DeadLetterSummaryView, DeadLetterView,
 };
-use crate::domain::DeadLetterAction;
+use crate::domain::{DeadLetterAction, DeadLetterId};
+
+/// This module's routes, with their documentation.
+pub(super) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_dead_letters))
+        .routes(routes!(dead_letter_summary))
+        .routes(routes!(get_dead_letter))
+        .routes(routes!(replay_dead_letter))
+        .routes(routes!(discard_dead_letter))
+        .routes(routes!(replay_dead_letters))
+}
 
 /// List dead letters, newest first (by when they were last dead-lettered).
 ///
@@ -82,7 +95,7 @@ pub async fn dead_letter_summary(
 )]
 pub async fn get_dead_letter(
     State(state): State<ApiState>,
-    DeadLetterPath(id): DeadLetterPath,
+    IdPath(id): IdPath<DeadLetterId>,
 ) -> Result<axum::Json<DeadLetterView>, Problem> {
     let details = state.app.dead_letter(id).await?;
     Ok(axum::Json(DeadLetterView::from(&details)))
@@ -105,7 +118,7 @@ pub async fn get_dead_letter(
 pub async fn replay_dead_letter(
     state: State<ApiState>,
     caller: Caller,
-    path: DeadLetterPath,
+    path: IdPath<DeadLetterId>,
     request: Mutation<ActionRequest>,
 ) -> Result<Response, Problem> {
     act(state, caller, path, request, DeadLetterAction::Replay).await
@@ -126,7 +139,7 @@ pub async fn replay_dead_letter(
 pub async fn discard_dead_letter(
     state: State<ApiState>,
     caller: Caller,
-    path: DeadLetterPath,
+    path: IdPath<DeadLetterId>,
     request: Mutation<ActionRequest>,
 ) -> Result<Response, Problem> {
     act(state, caller, path, request, DeadLetterAction::Discard).await
@@ -137,7 +150,7 @@ pub async fn discard_dead_letter(
 async fn act(
     State(state): State<ApiState>,
     caller: Caller,
-    DeadLetterPath(id): DeadLetterPath,
+    IdPath(id): IdPath<DeadLetterId>,
     request: Mutation<ActionRequest>,
     action: DeadLetterAction,
 ) -> Result<Response, Problem> {

@@ -148,53 +148,34 @@ pub struct HistoryList {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::Value;
     use utoipa::PartialSchema;
 
     use super::*;
     use crate::domain::{AmountMinor, MAX_REASON_CHARS};
 
-    fn property(schema: Value, name: &str, bound: &str) -> i64 {
-        schema["properties"][name][bound]
-            .as_i64()
-            .unwrap_or_else(|| panic!("{name}.{bound} in {schema}"))
-    }
-
     /// Each bounded field documents the domain constructor's bounds (through
     /// `app::field_schemas`), not a schema derived from its Rust type alone.
     #[test]
     fn the_documented_bounds_are_the_domain_rules() {
-        let json = |schema| serde_json::to_value(schema).unwrap();
-        let place = json(PlaceOrderRequest::schema());
+        let place = PlaceOrderRequest::schema();
+        let payment = PaymentRequest::schema();
+        let refund = RefundRequest::schema();
+        let cancel = CancelRequest::schema();
         let max_customer = CustomerId::MAX_CHARS as i64;
-        assert_eq!(
-            property(place.clone(), "customer_id", "maxLength"),
-            max_customer
-        );
-        assert_eq!(property(place, "amount_minor", "maximum"), AmountMinor::MAX);
-        let payment = json(PaymentRequest::schema());
         let max_transfer = TransferId::MAX_CHARS as i64;
-        assert_eq!(
-            property(payment.clone(), "transfer_id", "maxLength"),
-            max_transfer
-        );
-        assert_eq!(
-            property(payment, "amount_minor", "maximum"),
-            AmountMinor::MAX
-        );
-        let refund = json(RefundRequest::schema());
-        assert_eq!(
-            property(refund.clone(), "refund_id", "maxLength"),
-            max_transfer
-        );
-        assert_eq!(
-            property(refund, "amount_minor", "maximum"),
-            AmountMinor::MAX
-        );
-        let cancel = json(CancelRequest::schema());
-        assert_eq!(
-            property(cancel, "reason", "maxLength"),
-            MAX_REASON_CHARS as i64
-        );
+        let max_reason = MAX_REASON_CHARS as i64;
+        for (schema, field, bound, rule) in [
+            (&place, "customer_id", "maxLength", max_customer),
+            (&place, "amount_minor", "maximum", AmountMinor::MAX),
+            (&payment, "transfer_id", "maxLength", max_transfer),
+            (&payment, "amount_minor", "maximum", AmountMinor::MAX),
+            (&refund, "refund_id", "maxLength", max_transfer),
+            (&refund, "amount_minor", "maximum", AmountMinor::MAX),
+            (&cancel, "reason", "maxLength", max_reason),
+        ] {
+            let schema = serde_json::to_value(schema).unwrap();
+            let documented = schema["properties"][field][bound].as_i64();
+            assert_eq!(documented, Some(rule), "{field}.{bound} in {schema}");
+        }
     }
 }

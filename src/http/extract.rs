@@ -116,44 +116,41 @@ fn is_json(headers: &HeaderMap) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// The `{id}` segment of an order path.
-pub struct OrderPath(pub OrderId);
+/// The `{id}` segment of a path: an order's or a dead letter's id, or 400 with the problem type
+/// [`PathId::INVALID`] (`... is missing` or `... must be a UUID`).
+pub struct IdPath<Id>(pub Id);
 
-impl<S: Send + Sync> FromRequestParts<S> for OrderPath {
+/// An id that a path names, with the words its 400 uses.
+pub trait PathId: FromStr {
+    /// The problem type of a missing or malformed id.
+    const INVALID: &'static str;
+    /// What the detail calls the id.
+    const WHAT: &'static str;
+}
+
+impl PathId for OrderId {
+    const INVALID: &'static str = "invalid-order-id";
+    const WHAT: &'static str = "the order id";
+}
+
+impl PathId for DeadLetterId {
+    const INVALID: &'static str = "invalid-dead-letter-id";
+    const WHAT: &'static str = "the dead letter id";
+}
+
+impl<S: Send + Sync, Id: PathId> FromRequestParts<S> for IdPath<Id> {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        path_id(parts, state, "invalid-order-id", "the order id")
+        let invalid =
+            |problem: &str| Problem::bad_request(Id::INVALID, format!("{} {problem}", Id::WHAT));
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
             .await
-            .map(OrderPath)
+            .map_err(|_| invalid("is missing"))?;
+        raw.parse()
+            .map(IdPath)
+            .map_err(|_| invalid("must be a UUID"))
     }
-}
-
-/// The `{id}` segment of a dead letter's path.
-pub struct DeadLetterPath(pub DeadLetterId);
-
-impl<S: Send + Sync> FromRequestParts<S> for DeadLetterPath {
-    type Rejection = Problem;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        path_id(parts, state, "invalid-dead-letter-id", "the dead letter id")
-            .await
-            .map(DeadLetterPath)
-    }
-}
-
-/// The path's `{id}` as a UUID newtype, or 400 with `slug` naming `what` is wrong.
-async fn path_id<S: Send + Sync, Id: FromStr>(
-    parts: &mut Parts,
-    state: &S,
-    slug: &str,
-    what: &str,
-) -> Result<Id, Problem> {
-    let Path(raw) = Path::<String>::from_request_parts(parts, state)
-        .await
-        .map_err(|_| Problem::bad_request(slug, format!("{what} is missing")))?;
-    raw.parse()
-        .map_err(|_| Problem::bad_request(slug, format!("{what} must be a UUID")))
 }
 
 /// A listing's query parameters; parameters that do not parse are 400 `invalid-query`.

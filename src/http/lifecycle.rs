@@ -3,9 +3,11 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::dto::{CancelRequest, HistoryList, ShipRequest};
-use super::extract::{Caller, IfMatch, Mutation, OrderPath};
+use super::extract::{Caller, IdPath, IfMatch, Mutation};
 use super::openapi_parts::{
     CommandHeaders, CommandProblems, IfMatchHeader, OrderIdPath, OrderReadProblems,
     StatusChangeResponses,
@@ -14,6 +16,15 @@ use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
 use crate::app::views::HistoryEntryView;
+use crate::domain::OrderId;
+
+/// This module's routes, with their documentation.
+pub(super) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(ship_order))
+        .routes(routes!(cancel_order))
+        .routes(routes!(order_history))
+}
 
 /// Ship a paid order.
 ///
@@ -34,7 +45,7 @@ use crate::app::views::HistoryEntryView;
 pub async fn ship_order(
     State(state): State<ApiState>,
     caller: Caller,
-    OrderPath(order_id): OrderPath,
+    IdPath(order_id): IdPath<OrderId>,
     IfMatch(if_match): IfMatch,
     request: Mutation<ShipRequest>,
 ) -> Result<Response, Problem> {
@@ -66,7 +77,7 @@ pub async fn ship_order(
 pub async fn cancel_order(
     State(state): State<ApiState>,
     caller: Caller,
-    OrderPath(order_id): OrderPath,
+    IdPath(order_id): IdPath<OrderId>,
     IfMatch(if_match): IfMatch,
     request: Mutation<CancelRequest>,
 ) -> Result<Response, Problem> {
@@ -93,7 +104,7 @@ pub async fn cancel_order(
 pub async fn order_history(
     State(state): State<ApiState>,
     Caller(caller): Caller,
-    OrderPath(order_id): OrderPath,
+    IdPath(order_id): IdPath<OrderId>,
 ) -> Result<axum::Json<HistoryList>, Problem> {
     let entries = state.app.history(order_id).await?;
     Ok(axum::Json(HistoryList {

@@ -27,17 +27,16 @@ mod trace;
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request, StatusCode};
 use axum::response::IntoResponse;
+use axum::{Router, middleware};
 use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 pub use auth::OpenPaths;
 pub use extract::MAX_BODY_BYTES;
@@ -51,25 +50,14 @@ use crate::auth::AuthMode;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The documented routes and the document they make.
+/// The documented routes, each handler module's own, and the document they make.
 fn routes() -> (Router<ApiState>, utoipa::openapi::OpenApi) {
     let (router, mut document) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
-        .routes(routes!(orders::place_order, orders::list_orders))
-        .routes(routes!(orders::get_order))
-        .routes(routes!(payments::record_payment, payments::list_payments))
-        .routes(routes!(payments::record_refund))
-        .routes(routes!(lifecycle::ship_order))
-        .routes(routes!(lifecycle::cancel_order))
-        .routes(routes!(lifecycle::order_history))
-        .routes(routes!(dead_letters::list_dead_letters))
-        .routes(routes!(dead_letters::dead_letter_summary))
-        .routes(routes!(dead_letters::get_dead_letter))
-        .routes(routes!(dead_letters::replay_dead_letter))
-        .routes(routes!(dead_letters::discard_dead_letter))
-        .routes(routes!(dead_letters::replay_dead_letters))
-        .routes(routes!(ops::live))
-        .routes(routes!(ops::ready))
-        .routes(routes!(ops::metrics))
+        .merge(orders::routes())
+        .merge(payments::routes())
+        .merge(lifecycle::routes())
+        .merge(dead_letters::routes())
+        .merge(ops::routes())
         .split_for_parts();
     openapi::secure(&mut document);
     openapi::link(&mut document);
@@ -123,23 +111,17 @@ pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
             .into_response()
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn_with_state(
-            slots,
-            limits::shed_load,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
+        .layer(middleware::from_fn_with_state(slots, limits::shed_load))
+        .layer(middleware::from_fn_with_state(
             settings.limits.body_read_timeout,
             limits::read_body,
         ))
-        .layer(axum::middleware::from_fn_with_state(
-            guard,
-            auth::authenticate,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
+        .layer(middleware::from_fn_with_state(guard, auth::authenticate))
+        .layer(middleware::from_fn_with_state(
             settings.limits.request_timeout,
             limits::time_limit,
         ))
-        .layer(axum::middleware::from_fn(ops::track))
+        .layer(middleware::from_fn(ops::track))
         .layer(CatchPanicLayer::custom(|_| {
             tracing::error!("handler panicked");
             Problem::new(
@@ -154,7 +136,7 @@ pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request<_>| trace::span_of(request)),
         )
-        .layer(axum::middleware::from_fn(trace::begin))
+        .layer(middleware::from_fn(trace::begin))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)

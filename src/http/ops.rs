@@ -9,6 +9,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::problem::Problem;
 use super::state::ApiState;
@@ -18,6 +20,14 @@ use crate::health;
 pub struct Health {
     #[schema(example = "ok")]
     pub status: &'static str,
+}
+
+/// This module's routes, with their documentation.
+pub(super) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(live))
+        .routes(routes!(ready))
+        .routes(routes!(metrics))
 }
 
 /// The process is up.

@@ -6,17 +6,26 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::cursor;
 use super::dto::{OrderList, PlaceOrderRequest};
-use super::extract::{Caller, ListQuery, Mutation, OrderPath};
+use super::extract::{Caller, IdPath, ListQuery, Mutation};
 use super::openapi_parts::{CommandHeaders, OrderIdPath, OrderReadProblems};
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
 use crate::app::PageRequest;
 use crate::app::views::{OrderStatusView, OrderView};
-use crate::domain::CustomerId;
+use crate::domain::{CustomerId, OrderId};
+
+/// This module's routes, with their documentation.
+pub(super) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(place_order, list_orders))
+        .routes(routes!(get_order))
+}
 
 /// Place an order.
 ///
@@ -68,7 +77,7 @@ pub async fn place_order(
 )]
 pub async fn get_order(
     State(state): State<ApiState>,
-    OrderPath(id): OrderPath,
+    IdPath(id): IdPath<OrderId>,
 ) -> Result<Response, Problem> {
     let order = state.app.order(id).await?;
     Ok((

@@ -2,14 +2,24 @@
 
 use axum::extract::State;
 use axum::response::Response;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::dto::{LedgerList, PaymentRequest, PaymentResponse, RefundRequest, RefundResponse};
-use super::extract::{Caller, Mutation, OrderPath};
+use super::extract::{Caller, IdPath, Mutation};
 use super::openapi_parts::{CommandHeaders, CommandProblems, OrderIdPath, OrderReadProblems};
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
 use crate::app::views::LedgerEntryView;
+use crate::domain::OrderId;
+
+/// This module's routes, with their documentation.
+pub(super) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(record_payment, list_payments))
+        .routes(routes!(record_refund))
+}
 
 /// Record a payment.
 ///
@@ -34,7 +44,7 @@ use crate::app::views::LedgerEntryView;
 pub async fn record_payment(
     State(state): State<ApiState>,
     caller: Caller,
-    OrderPath(order_id): OrderPath,
+    IdPath(order_id): IdPath<OrderId>,
     request: Mutation<PaymentRequest>,
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
@@ -73,7 +83,7 @@ pub async fn record_payment(
 pub async fn record_refund(
     State(state): State<ApiState>,
     caller: Caller,
-    OrderPath(order_id): OrderPath,
+    IdPath(order_id): IdPath<OrderId>,
     request: Mutation<RefundRequest>,
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
@@ -101,7 +111,7 @@ pub async fn record_refund(
 )]
 pub async fn list_payments(
     State(state): State<ApiState>,
-    OrderPath(order_id): OrderPath,
+    IdPath(order_id): IdPath<OrderId>,
 ) -> Result<axum::Json<LedgerList>, Problem> {
     let entries = state.app.payments(order_id).await?;
     Ok(axum::Json(LedgerList {
