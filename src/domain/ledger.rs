@@ -191,11 +191,14 @@ mod tests {
     use crate::domain::fixtures::{money, order};
     use OrderStatus::*;
 
+    /// The change `minor` EUR paid into `order` makes.
+    fn paying(order: &Order, minor: i64) -> Change {
+        order.record_payment(&money(minor, "EUR")).unwrap()
+    }
+
     #[test]
     fn a_partial_payment_is_recorded_without_a_status_change_or_event() {
-        let change = order(PendingPayment, 100, 0)
-            .record_payment(&money(40, "EUR"))
-            .unwrap();
+        let change = paying(&order(PendingPayment, 100, 0), 40);
         assert_eq!(change.kind, TransitionKind::PaymentRecorded);
         assert_eq!(change.next.status, PendingPayment);
         assert_eq!(change.next.paid_minor, 40);
@@ -205,9 +208,7 @@ mod tests {
 
     #[test]
     fn the_payment_that_covers_the_amount_makes_the_order_paid() {
-        let change = order(PendingPayment, 100, 40)
-            .record_payment(&money(60, "EUR"))
-            .unwrap();
+        let change = paying(&order(PendingPayment, 100, 40), 60);
         assert_eq!(change.kind, TransitionKind::Paid);
         assert_eq!((change.from, change.next.status), (PendingPayment, Paid));
         assert_eq!(change.events, vec![EventType::OrderPaid]);
@@ -216,9 +217,7 @@ mod tests {
 
     #[test]
     fn an_overpayment_pays_and_requires_a_refund() {
-        let change = order(PendingPayment, 100, 0)
-            .record_payment(&money(150, "EUR"))
-            .unwrap();
+        let change = paying(&order(PendingPayment, 100, 0), 150);
         assert_eq!(change.next.status, Paid);
         assert!(change.next.refund_required);
         assert_eq!(change.next.refund_due_minor(), 50);
@@ -233,9 +232,7 @@ mod tests {
     {
         for status in [Paid, Shipped, Cancelled] {
             let paid = if status == Cancelled { 0 } else { 100 };
-            let change = order(status, 100, paid)
-                .record_payment(&money(10, "EUR"))
-                .unwrap();
+            let change = paying(&order(status, 100, paid), 10);
             assert_eq!(change.kind, TransitionKind::PaymentRecorded, "{status}");
             assert_eq!(change.next.status, status);
             assert_eq!(change.next.paid_minor, paid + 10);
@@ -247,11 +244,9 @@ mod tests {
 
     #[test]
     fn refund_required_is_announced_once_when_the_flag_turns_on() {
-        let first = order(Cancelled, 100, 0)
-            .record_payment(&money(10, "EUR"))
-            .unwrap();
+        let first = paying(&order(Cancelled, 100, 0), 10);
         assert_eq!(first.events, vec![EventType::OrderRefundRequired]);
-        let second = first.next.record_payment(&money(10, "EUR")).unwrap();
+        let second = paying(&first.next, 10);
         assert!(second.next.refund_required);
         assert_eq!(second.next.paid_minor, 20);
         assert!(second.events.is_empty(), "the flag was already on");
@@ -300,10 +295,7 @@ mod tests {
 
     #[test]
     fn a_refund_lowers_the_due_amount_and_turns_the_flag_off_when_settled() {
-        let overpaid = order(PendingPayment, 100, 0)
-            .record_payment(&money(150, "EUR"))
-            .unwrap()
-            .next;
+        let overpaid = paying(&order(PendingPayment, 100, 0), 150).next;
         let part = overpaid.record_refund(&money(20, "EUR")).unwrap();
         assert_eq!(part.kind, TransitionKind::RefundRecorded);
         assert_eq!((part.from, part.next.status), (Paid, Paid));

@@ -270,12 +270,18 @@ mod tests {
     use crate::domain::fixtures::{money, order, reason, shipment};
     use OrderStatus::*;
 
+    /// The change `decision` applies; the test fails if it is anything else.
+    fn applied(decision: Result<Decision, DomainError>) -> Change {
+        match decision {
+            Ok(Decision::Apply(change)) => *change,
+            other => panic!("expected a change, got {other:?}"),
+        }
+    }
+
     #[test]
     fn ship_is_legal_from_paid_only_and_replays_the_same_shipment() {
         let dhl = shipment("DHL", "T1");
-        let Decision::Apply(change) = order(Paid, 100, 100).ship(&dhl).unwrap() else {
-            panic!("expected a change");
-        };
+        let change = applied(order(Paid, 100, 100).ship(&dhl));
         assert_eq!(change.next.status, Shipped);
         assert_eq!(change.next.shipment, Some(dhl.clone()));
         assert_eq!(change.events, vec![EventType::OrderShipped]);
@@ -301,10 +307,7 @@ mod tests {
 
     #[test]
     fn cancel_is_legal_from_pending_only_and_replays_when_cancelled() {
-        let Decision::Apply(change) = order(PendingPayment, 100, 0).cancel(&reason()).unwrap()
-        else {
-            panic!("expected a change");
-        };
+        let change = applied(order(PendingPayment, 100, 0).cancel(&reason()));
         assert_eq!(change.next.status, Cancelled);
         assert_eq!(change.events, vec![EventType::OrderCancelled]);
         assert!(!change.next.refund_required);
@@ -326,10 +329,7 @@ mod tests {
 
     #[test]
     fn cancelling_a_partly_paid_order_requires_a_refund() {
-        let Decision::Apply(change) = order(PendingPayment, 100, 30).cancel(&reason()).unwrap()
-        else {
-            panic!("expected a change");
-        };
+        let change = applied(order(PendingPayment, 100, 30).cancel(&reason()));
         assert!(change.next.refund_required);
         assert_eq!(
             change.events,
@@ -377,9 +377,7 @@ mod tests {
     #[test]
     fn expiry_cancels_a_pending_order_with_the_timeout_reason_and_nothing_else() {
         assert!(BoundedText::cancellation_reason(PAYMENT_TIMEOUT_REASON).is_ok());
-        let Decision::Apply(change) = order(PendingPayment, 100, 30).expire().unwrap() else {
-            panic!("expected a change");
-        };
+        let change = applied(order(PendingPayment, 100, 30).expire());
         assert_eq!(change.next.status, Cancelled);
         assert_eq!(
             change.next.cancellation_reason.as_ref().map(|r| r.as_str()),
