@@ -6,7 +6,7 @@
 use super::ledger::RecordTransfer;
 use super::order_command::{Answer, Decided, OrderCommand};
 use super::place::Place;
-use super::status_change::{Decide, StatusChange, cancelling, shipping};
+use super::status_change::{Asked, StatusChange};
 use super::{App, AppError, Outcome, Receipt};
 use crate::domain::{
     BoundedText, Cause, LedgerEntry, NewOrder, Order, OrderId, Payment, Refund, Shipment,
@@ -68,7 +68,7 @@ impl App {
 pub(super) enum Requested<'a> {
     Place(Place<'a>),
     Record(RecordTransfer<'a>),
-    Change(StatusChange<'a, Decide<'a>>),
+    Change(StatusChange<'a>),
 }
 
 impl<'a> Requested<'a> {
@@ -86,12 +86,18 @@ impl<'a> Requested<'a> {
                 transfer: refund.clone().into(),
                 trace,
             }),
-            Request::Ship { order_id, shipment } => {
-                Requested::Change(shipping(*order_id, shipment, None, trace))
-            }
-            Request::Cancel { order_id, reason } => {
-                Requested::Change(cancelling(*order_id, reason, None, trace))
-            }
+            Request::Ship { order_id, shipment } => Requested::Change(StatusChange::new(
+                *order_id,
+                Asked::Ship(shipment),
+                None,
+                trace,
+            )),
+            Request::Cancel { order_id, reason } => Requested::Change(StatusChange::new(
+                *order_id,
+                Asked::Cancel(reason),
+                None,
+                trace,
+            )),
         }
     }
 }

@@ -18,8 +18,8 @@ impl App {
         cause: &Cause,
         trace: &TraceContext,
     ) -> Result<Outcome<Order>, AppError> {
-        self.run(&shipping(order_id, shipment, if_match, trace), cause)
-            .await
+        let command = StatusChange::new(order_id, Asked::Ship(shipment), if_match, trace);
+        self.run(&command, cause).await
     }
 
     pub async fn cancel(
@@ -30,66 +30,57 @@ impl App {
         cause: &Cause,
         trace: &TraceContext,
     ) -> Result<Outcome<Order>, AppError> {
-        self.run(&cancelling(order_id, reason, if_match, trace), cause)
-            .await
+        let command = StatusChange::new(order_id, Asked::Cancel(reason), if_match, trace);
+        self.run(&command, cause).await
     }
 }
 
-/// How a status change decides, from the order as read.
-pub(super) type Decide<'a> =
-    Box<dyn Fn(&Order) -> Result<Decision, DomainError> + Send + Sync + 'a>;
-
-/// Shipping `order_id` with `shipment`.
-pub(super) fn shipping<'a>(
-    order_id: OrderId,
-    shipment: &'a Shipment,
-    if_match: Option<Version>,
-    trace: &'a TraceContext,
-) -> StatusChange<'a, Decide<'a>> {
-    let decide = Box::new(move |order: &Order| order.ship(shipment));
-    StatusChange::new(order_id, if_match, decide, trace)
+/// The status change asked for, with what the domain decides it on.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Asked<'a> {
+    Ship(&'a Shipment),
+    Cancel(&'a BoundedText),
+    /// Cancelling for want of a payment in time (`Order::expire`).
+    Expire,
 }
 
-/// Cancelling `order_id` for `reason`.
-pub(super) fn cancelling<'a>(
-    order_id: OrderId,
-    reason: &'a BoundedText,
-    if_match: Option<Version>,
-    trace: &'a TraceContext,
-) -> StatusChange<'a, Decide<'a>> {
-    let decide = Box::new(move |order: &Order| order.cancel(reason));
-    StatusChange::new(order_id, if_match, decide, trace)
+impl Asked<'_> {
+    /// The domain's decision on `order`.
+    fn decide(self, order: &Order) -> Result<Decision, DomainError> {
+        match self {
+            Asked::Ship(shipment) => order.ship(shipment),
+            Asked::Cancel(reason) => order.cancel(reason),
+            Asked::Expire => order.expire(),
+        }
+    }
 }
 
 /// A change of one order's status that the domain decides from the order as read; its events
 /// carry `trace`.
-pub(super) struct StatusChange<'a, F> {
+pub(super) struct StatusChange<'a> {
     order_id: OrderId,
+    asked: Asked<'a>,
     if_match: Option<Version>,
-    decide: F,
     trace: &'a TraceContext,
 }
 
-impl<'a, F> StatusChange<'a, F> {
+impl<'a> StatusChange<'a> {
     pub(super) fn new(
         order_id: OrderId,
+        asked: Asked<'a>,
         if_match: Option<Version>,
-        decide: F,
         trace: &'a TraceContext,
     ) -> Self {
         Self {
             order_id,
+            asked,
             if_match,
-            decide,
             trace,
         }
     }
 }
 
-impl<F> OrderCommand for StatusChange<'_, F>
-where
-    F: Fn(&Order) -> Result<Decision, DomainError> + Sync,
-{
+impl OrderCommand for StatusChange<'_> {
     type Output = Order;
 
     fn reads(&self) -> (OrderId, Option<&TransferId>) {
@@ -99,7 +90,7 @@ where
     fn decide(&self, found: Snapshot) -> Result<Decided<'_, Order>, AppError> {
         let order = found.order.ok_or(AppError::NotFound(self.order_id))?;
         let stale = self.if_match.filter(|expected| *expected != order.version);
-        match ((self.decide)(&order), stale) {
+        match (self.asked.decide(&order), stale) {
             // A change already made is reported as such even to a stale If-Match
             // (RFC 9110 §13.1.1): what the client asked for holds.
             (Ok(Decision::AlreadyApplied), _) => Ok(Decided::AlreadyApplied(order)),
