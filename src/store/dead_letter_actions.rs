@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::dead_letters::DeadLetterFilter;
 use super::keys::{Keyed, KeyedRow, bound, keyed_cte};
-use super::{Guarded, StoreError, in_time};
+use super::{Guarded, StoreError, in_time, stored};
 use crate::domain::{DeadLetterAction, DeadLetterId, DeadLetterStatus, KeyScope, Source};
 use crate::telemetry::TraceContext;
 
@@ -43,10 +43,7 @@ pub async fn read(
     let status: Option<String> = sqlx::Row::try_get(&row, "dead_letter_status")?;
     Ok((
         KeyedRow::from_row(&row)?.into_keyed()?,
-        status
-            .map(|s| s.parse())
-            .transpose()
-            .map_err(StoreError::corrupt("status"))?,
+        status.map(|s| stored("status", &s)).transpose()?,
     ))
 }
 
@@ -168,11 +165,8 @@ pub async fn for_dead_letter(
     .into_iter()
     .map(|row| {
         Ok(TakenAction {
-            action: row.action.parse().map_err(StoreError::corrupt("action"))?,
-            source: row
-                .cause_source
-                .parse()
-                .map_err(StoreError::corrupt("cause_source"))?,
+            action: stored("action", &row.action)?,
+            source: stored("cause_source", &row.cause_source)?,
             client_id: row.client_id,
             at: row.at,
         })

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::StoreError;
+use super::{StoreError, stored};
 use crate::domain::{BoundedText, DeadLetterId, DeadLetterIdentity, DeadLetterStatus, ReasonClass};
 
 /// A dead letter as the consumer parks it.
@@ -120,15 +120,12 @@ impl TryFrom<DeadLetterRow> for DeadLetter {
             event_type: row.event_type,
             routing_key: row.routing_key,
             reason: row.reason,
-            reason_class: row
-                .reason_class
-                .parse()
-                .map_err(StoreError::corrupt("reason_class"))?,
+            reason_class: stored("reason_class", &row.reason_class)?,
             body: row.body,
             body_bytes: row.body_bytes,
             headers: row.headers,
             times: row.times,
-            status: row.status.parse().map_err(StoreError::corrupt("status"))?,
+            status: stored("status", &row.status)?,
             first_dead_lettered_at: row.first_dead_lettered_at,
             last_dead_lettered_at: row.last_dead_lettered_at,
         })
@@ -267,10 +264,7 @@ pub async fn parked_groups(
         .into_iter()
         .map(|row| {
             Ok(ParkedGroup {
-                reason_class: row
-                    .reason_class
-                    .parse()
-                    .map_err(StoreError::corrupt("reason_class"))?,
+                reason_class: stored("reason_class", &row.reason_class)?,
                 event_type: row.event_type,
                 count: row.count,
                 last_dead_lettered_at: row.last,
@@ -289,12 +283,7 @@ pub async fn parked_by_class(pool: &PgPool) -> Result<Vec<(ReasonClass, i64)>, S
     .fetch_all(pool)
     .await?;
     rows.into_iter()
-        .map(|(class, count)| {
-            Ok((
-                class.parse().map_err(StoreError::corrupt("reason_class"))?,
-                count,
-            ))
-        })
+        .map(|(class, count)| Ok((stored("reason_class", &class)?, count)))
         .collect()
 }
 

@@ -10,7 +10,7 @@
 use sqlx::FromRow;
 use uuid::Uuid;
 
-use super::StoreError;
+use super::{StoreError, stored};
 use crate::domain::{DeadLetterId, Fingerprint, KeyScope, OrderId, TransferId, TransitionKind};
 
 /// A committed request that holds a key: its fingerprint and what it wrote.
@@ -85,11 +85,7 @@ impl KeyedRow {
         let holder = match (self.key_order_id, self.key_dead_letter_ids) {
             (Some(order_id), _) => KeyHolder::Change(KeyedChange {
                 order_id: OrderId::from_uuid(order_id),
-                kind: self
-                    .key_kind
-                    .unwrap_or_default()
-                    .parse()
-                    .map_err(StoreError::corrupt("kind"))?,
+                kind: stored("kind", &self.key_kind.unwrap_or_default())?,
                 transfer_id: self
                     .key_transfer_id
                     .map(|t| TransferId::parse(&t))

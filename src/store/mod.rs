@@ -16,6 +16,7 @@ pub mod outbox;
 pub mod transfers;
 pub mod transitions;
 
+use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -30,6 +31,16 @@ pub use error::StoreError;
 pub enum Guarded<T> {
     Applied(T),
     Lost,
+}
+
+/// A text column read back as its domain type (a status, a kind, a source, …); a value that no
+/// longer parses is [`StoreError::Corrupt`], naming the column as `what`.
+fn stored<T>(what: &'static str, value: &str) -> Result<T, StoreError>
+where
+    T: FromStr,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    value.parse().map_err(StoreError::corrupt(what))
 }
 
 /// The budget a writing statement passes to `order_service_in_time` (its migration says why), in

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::StoreError;
+use super::{StoreError, stored};
 use crate::domain::{
     AmountMinor, BoundedText, Currency, CustomerId, Money, Order, OrderId, OrderStatus, Shipment,
     Version,
@@ -56,7 +56,7 @@ impl TryFrom<OrderRow> for Order {
             customer_id: CustomerId::parse(&row.customer_id)
                 .map_err(StoreError::corrupt("customer_id"))?,
             amount: stored_money(row.amount_minor, &row.currency)?,
-            status: row.status.parse().map_err(StoreError::corrupt("status"))?,
+            status: stored("status", &row.status)?,
             version: stored_version(row.version)?,
             paid_minor: row.paid_minor,
             refunded_minor: row.refunded_minor,

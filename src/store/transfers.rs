@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgPool};
 use uuid::Uuid;
 
-use super::StoreError;
 use super::orders::stored_money;
+use super::{StoreError, stored};
 use crate::domain::{LedgerEntry, OrderId, Transfer, TransferId};
 
 /// The selected columns, named `ledger_*` so that a statement may select them beside an order's.
@@ -42,16 +42,10 @@ impl TryFrom<TransferRow> for LedgerEntry {
                 id: TransferId::parse(&row.ledger_id)
                     .map_err(StoreError::corrupt("transfer_id"))?,
                 order_id: OrderId::from_uuid(row.ledger_order_id),
-                direction: row
-                    .ledger_direction
-                    .parse()
-                    .map_err(StoreError::corrupt("direction"))?,
+                direction: stored("direction", &row.ledger_direction)?,
                 money: stored_money(row.ledger_amount_minor, &row.ledger_currency)?,
             },
-            source: row
-                .ledger_source
-                .parse()
-                .map_err(StoreError::corrupt("source"))?,
+            source: stored("source", &row.ledger_source)?,
             received_at: row.ledger_received_at,
         })
     }

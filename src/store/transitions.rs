@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgPool};
 use uuid::Uuid;
 
-use super::StoreError;
 use super::orders::stored_version;
+use super::{StoreError, stored};
 use crate::domain::{HistoryEntry, OrderId};
 
 #[derive(FromRow)]
@@ -33,20 +33,13 @@ impl TryFrom<HistoryRow> for HistoryEntry {
         Ok(HistoryEntry {
             order_id: OrderId::from_uuid(row.order_id),
             version: stored_version(row.version)?,
-            kind: row.kind.parse().map_err(StoreError::corrupt("kind"))?,
+            kind: stored("kind", &row.kind)?,
             from: row
                 .from_status
-                .map(|s| s.parse())
-                .transpose()
-                .map_err(StoreError::corrupt("from_status"))?,
-            to: row
-                .to_status
-                .parse()
-                .map_err(StoreError::corrupt("to_status"))?,
-            source: row
-                .cause_source
-                .parse()
-                .map_err(StoreError::corrupt("cause_source"))?,
+                .map(|s| stored("from_status", &s))
+                .transpose()?,
+            to: stored("to_status", &row.to_status)?,
+            source: stored("cause_source", &row.cause_source)?,
             client_id: row.client_id,
             idempotency_key: row.idempotency_key,
             event_id: row.event_id,
