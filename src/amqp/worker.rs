@@ -26,7 +26,7 @@ use super::republish::attempt_of;
 use super::settle::Settlement;
 use super::topology::Topology;
 use super::trace_headers;
-use crate::app::{App, Item, Request};
+use crate::app::{App, AppError, Item, Request};
 use crate::config::AmqpConfig;
 use crate::domain::{Cause, ReasonClass};
 use crate::telemetry::{TraceContext, continue_trace, error_chain, escaped};
@@ -167,21 +167,7 @@ impl Worker {
                 }
             }
         }
-        let dispositions: Vec<Disposition> = match self
-            .app
-            .apply_batch(&items, self.config.batch_lock_wait())
-            .await
-        {
-            Ok(results) => results.iter().map(decide).collect(),
-            // Postgres is unavailable: nothing of the batch committed, every message waits.
-            Err(error) => {
-                let reason = error_chain(&error);
-                let wait = || Disposition::Wait {
-                    reason: reason.clone(),
-                };
-                std::iter::repeat_with(wait).take(items.len()).collect()
-            }
-        };
+        let dispositions = dispositions(&self.app, &items, self.config.batch_lock_wait()).await;
         let mut waiting = Vec::new();
         for (message, disposition) in parsed.into_iter().zip(dispositions) {
             match Settlement::of(disposition) {
@@ -216,11 +202,34 @@ fn cause(envelope: &Envelope) -> Cause {
     }
 }
 
-/// Runs the event's command alone — the same one the REST API runs — under `trace`, the
-/// context of the delivery's span, and decides the disposition.
+/// Applies `items` together ([`App::apply_batch`]) and decides what becomes of each; when
+/// Postgres is unavailable nothing of them committed, and every one waits.
+async fn dispositions(app: &App, items: &[Item], lock_wait: Duration) -> Vec<Disposition> {
+    match app.apply_batch(items, lock_wait).await {
+        Ok(results) => results.iter().map(decide).collect(),
+        Err(error) => {
+            let reason = error_chain(&error);
+            let wait = || Disposition::Wait {
+                reason: reason.clone(),
+            };
+            std::iter::repeat_with(wait).take(items.len()).collect()
+        }
+    }
+}
+
+/// Runs the event's command as the consumer runs a delivery alone (a batch of one, in a
+/// transaction of its own) under `trace`, the context of the delivery's span, and decides the
+/// disposition.
 pub async fn apply(app: &App, envelope: &Envelope, trace: &TraceContext) -> Disposition {
-    decide(
-        &app.apply(&request(&envelope.event), &cause(envelope), trace)
-            .await,
-    )
+    let item = Item {
+        request: request(&envelope.event),
+        cause: cause(envelope),
+        trace: trace.clone(),
+        span: tracing::Span::current(),
+    };
+    // A batch of one waits `LOCK_TIMEOUT_MS`, whatever the lock wait given.
+    dispositions(app, std::slice::from_ref(&item), Duration::ZERO)
+        .await
+        .pop()
+        .unwrap_or_else(|| decide::<()>(&Err(AppError::Invariant("a batch of one has one result"))))
 }

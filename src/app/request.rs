@@ -1,16 +1,15 @@
 //! The commands as one type: [`Request`] names any of them (place, record a payment or a
 //! refund, ship, cancel), so a door that receives them mixed — the AMQP consumer — hands them in
-//! one by one ([`App::apply`]) or several at once (`batch.rs`). Each request runs the very command
-//! its own method runs; this module only dispatches to it.
+//! together (`App::apply_batch`, `batch.rs`). Each request runs the very command its own
+//! method runs; this module only dispatches to it.
 
 use super::ledger::RecordTransfer;
 use super::order_command::{Answer, Decided, OrderCommand};
 use super::place::Place;
 use super::status_change::{Asked, StatusChange};
-use super::{App, AppError, Outcome, Receipt};
+use super::{AppError, Receipt};
 use crate::domain::{
-    BoundedText, Cause, LedgerEntry, NewOrder, Order, OrderId, Payment, Refund, Shipment,
-    TransferId,
+    BoundedText, LedgerEntry, NewOrder, Order, OrderId, Payment, Refund, Shipment, TransferId,
 };
 use crate::store::order_changes::Snapshot;
 use crate::telemetry::TraceContext;
@@ -48,19 +47,6 @@ impl Request {
 pub enum Effect {
     Order(Order),
     Receipt(Receipt),
-}
-
-impl App {
-    /// Runs `request` on its own, exactly as its own method (`place`, `record_payment`, …)
-    /// does; its events carry `trace`.
-    pub async fn apply(
-        &self,
-        request: &Request,
-        cause: &Cause,
-        trace: &TraceContext,
-    ) -> Result<Outcome<Effect>, AppError> {
-        self.run(&Requested::of(request, trace), cause).await
-    }
 }
 
 /// A request's own command, with the trace its events carry: an [`OrderCommand`] that reads and
