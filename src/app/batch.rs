@@ -57,7 +57,7 @@ enum Ended {
 
 impl App {
     /// Applies `items` in one transaction; result `i` is item `i`'s, as its command's own method
-    /// (`App::place`, `App::record_payment`, …) would have given it alone, or [`AppError::Busy`] for an item set aside (the others do not wait
+    /// (`App::place`, `App::record`, …) would have given it alone, or [`AppError::Busy`] for an item set aside (the others do not wait
     /// for it). `Err` only when the database is unavailable: nothing of the batch is committed,
     /// and every item may be tried again.
     ///

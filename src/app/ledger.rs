@@ -3,9 +3,7 @@
 
 use super::order_command::{Answer, Decided, OrderChange, OrderCommand};
 use super::{App, AppError, Outcome};
-use crate::domain::{
-    Cause, Decision, LedgerEntry, Order, OrderId, Payment, Refund, Transfer, TransferId,
-};
+use crate::domain::{Cause, Decision, LedgerEntry, Order, OrderId, Transfer, TransferId};
 use crate::store::order_changes::Snapshot;
 use crate::telemetry::TraceContext;
 
@@ -17,32 +15,19 @@ pub struct Receipt {
 }
 
 impl App {
-    /// Records money that arrived. The ledger keeps each `transfer_id` once: a repeat with the
-    /// same order, amount and currency is a replay; with anything else, a conflict.
-    pub async fn record_payment(
+    /// Records money in (a [`Payment`](crate::domain::Payment)) or out (a
+    /// [`Refund`](crate::domain::Refund)). The ledger keeps each id once, for both directions: a
+    /// repeat with the same order, amount and currency is a replay; anything else under that id
+    /// (a payment's id given to a refund included), a conflict. A refund of more than the order
+    /// holds is refused.
+    pub async fn record(
         &self,
-        payment: Payment,
+        transfer: impl Into<Transfer>,
         cause: &Cause,
         trace: &TraceContext,
     ) -> Result<Outcome<Receipt>, AppError> {
         let command = RecordTransfer {
-            transfer: payment.into(),
-            trace,
-        };
-        self.run(&command, cause).await
-    }
-
-    /// Records money that went back. It shares the ledger's ids with payments: a repeat with the
-    /// same order, amount and currency is a replay; anything else under that id (a payment's id
-    /// included), a conflict. More than the order holds is refused.
-    pub async fn record_refund(
-        &self,
-        refund: Refund,
-        cause: &Cause,
-        trace: &TraceContext,
-    ) -> Result<Outcome<Receipt>, AppError> {
-        let command = RecordTransfer {
-            transfer: refund.into(),
+            transfer: transfer.into(),
             trace,
         };
         self.run(&command, cause).await

@@ -49,10 +49,7 @@ pub async fn record_payment(
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
     let payment = request.body.try_into_domain(order_id)?;
-    let outcome = state
-        .app
-        .record_payment(payment, &cause, &request.trace)
-        .await?;
+    let outcome = state.app.record(payment, &cause, &request.trace).await?;
     Ok(respond::receipt(&outcome, |order, transfer| {
         PaymentResponse { order, transfer }
     }))
@@ -88,10 +85,7 @@ pub async fn record_refund(
 ) -> Result<Response, Problem> {
     let cause = request.cause(caller);
     let refund = request.body.try_into_domain(order_id)?;
-    let outcome = state
-        .app
-        .record_refund(refund, &cause, &request.trace)
-        .await?;
+    let outcome = state.app.record(refund, &cause, &request.trace).await?;
     Ok(respond::receipt(&outcome, |order, refund| RefundResponse {
         order,
         refund,

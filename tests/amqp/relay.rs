@@ -49,7 +49,7 @@ async fn place(app: &App, amount: i64) -> OrderId {
 }
 
 async fn pay(app: &App, order: OrderId, amount: i64) {
-    app.record_payment(
+    app.record(
         Payment {
             transfer_id: TransferId::parse(&Uuid::new_v4().to_string()).unwrap(),
             order_id: order,

@@ -102,7 +102,7 @@ async fn the_refund_migration_keeps_what_existing_orders_meant_and_lets_refunds_
     };
     for (order, amount) in [(overpaid, 200), (cancelled, 400)] {
         let settled = app
-            .record_refund(
+            .record(
                 refund(order, &format!("refund-{order}"), amount),
                 &cause,
                 &order_service::telemetry::TraceContext::start(),
