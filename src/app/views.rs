@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::domain::{Direction, HistoryEntry, LedgerEntry, Order, OrderStatus, Source};
+use crate::domain::{
+    Direction, HistoryEntry, LedgerEntry, Order, OrderStatus, RecordedCause, Source,
+};
 
 /// Where an order is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -187,6 +189,17 @@ pub struct CauseView {
     pub event_id: Option<String>,
 }
 
+impl From<&RecordedCause> for CauseView {
+    fn from(cause: &RecordedCause) -> Self {
+        Self {
+            source: cause.source.into(),
+            client_id: cause.client_id.clone(),
+            idempotency_key: cause.idempotency_key.clone(),
+            event_id: cause.event_id.clone(),
+        }
+    }
+}
+
 /// One version of an order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct HistoryEntryView {
@@ -212,12 +225,7 @@ impl From<&HistoryEntry> for HistoryEntryView {
             from: entry.from.map(Into::into),
             to: entry.to.into(),
             transfer_id: entry.transfer_id.clone(),
-            cause: CauseView {
-                source: entry.source.into(),
-                client_id: entry.client_id.clone(),
-                idempotency_key: entry.idempotency_key.clone(),
-                event_id: entry.event_id.clone(),
-            },
+            cause: CauseView::from(&entry.cause),
             at: entry.at,
         }
     }

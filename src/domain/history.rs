@@ -88,7 +88,17 @@ impl Cause {
     }
 }
 
-/// One row of an order's history, as shown to readers (the fingerprint stays private).
+/// A [`Cause`] as the history keeps it: where the change came from, and the client and key or
+/// the event that asked for it (the fingerprint stays private).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedCause {
+    pub source: Source,
+    pub client_id: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub event_id: Option<String>,
+}
+
+/// One row of an order's history, as shown to readers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryEntry {
     pub order_id: OrderId,
@@ -96,10 +106,7 @@ pub struct HistoryEntry {
     pub kind: TransitionKind,
     pub from: Option<OrderStatus>,
     pub to: OrderStatus,
-    pub source: Source,
-    pub client_id: Option<String>,
-    pub idempotency_key: Option<String>,
-    pub event_id: Option<String>,
+    pub cause: RecordedCause,
     pub transfer_id: Option<String>,
     pub at: DateTime<Utc>,
 }

@@ -21,7 +21,7 @@ pub use dead_letter::{
     MAX_TYPE_FILTER_CHARS, ReasonClass, reason_filter, type_filter,
 };
 pub use events::EventType;
-pub use history::{CLI_CLIENT, Cause, HistoryEntry, KeyScope, Source};
+pub use history::{CLI_CLIENT, Cause, HistoryEntry, KeyScope, RecordedCause, Source};
 pub use idempotency::{Fingerprint, IdempotencyKey};
 pub use ids::{ClientId, CustomerId, DeadLetterId, EventId, OrderId, TransferId};
 pub use ledger::{Direction, LedgerEntry, Payment, Refund, Transfer};

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::orders::stored_version;
 use super::{StoreError, stored};
-use crate::domain::{HistoryEntry, OrderId};
+use crate::domain::{HistoryEntry, OrderId, RecordedCause};
 
 #[derive(FromRow)]
 struct HistoryRow {
@@ -39,10 +39,12 @@ impl TryFrom<HistoryRow> for HistoryEntry {
                 .map(|s| stored("from_status", &s))
                 .transpose()?,
             to: stored("to_status", &row.to_status)?,
-            source: stored("cause_source", &row.cause_source)?,
-            client_id: row.client_id,
-            idempotency_key: row.idempotency_key,
-            event_id: row.event_id,
+            cause: RecordedCause {
+                source: stored("cause_source", &row.cause_source)?,
+                client_id: row.client_id,
+                idempotency_key: row.idempotency_key,
+                event_id: row.event_id,
+            },
             transfer_id: row.transfer_id,
             at: row.at,
         })
