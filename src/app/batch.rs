@@ -57,9 +57,9 @@ enum Ended {
 
 impl App {
     /// Applies `items` in one transaction; result `i` is item `i`'s, as its command's own method
-    /// (`App::place`, `App::record`, …) would have given it alone, or [`AppError::Busy`] for an item set aside (the others do not wait
-    /// for it). `Err` only when the database is unavailable: nothing of the batch is committed,
-    /// and every item may be tried again.
+    /// (`App::place`, `App::record`, …) would have given it alone, or [`AppError::Busy`] for an
+    /// item set aside (the others do not wait for it). `Err` only when the database is
+    /// unavailable: nothing of the batch is committed, and every item may be tried again.
     ///
     /// In a batch of several items a statement waits at most `lock_wait` for a lock another
     /// transaction holds; a lone item waits the pool's `LOCK_TIMEOUT_MS`, as a command alone
