@@ -1,8 +1,9 @@
 //! What a dead letter is parked as (docs/contract.md#parked-dead-letters): its identity, its reason
 //! (`x-error-reason`, or the broker's own from `x-death`), the routing key it first arrived with,
 //! the `event_id` and `type` of its body when it is an envelope, and its properties without the
-//! bookkeeping headers. Everything is bounded: the reason is cut to 1 KiB, headers over 16 KiB are
-//! left out (as a retry leaves them out), and the body is read once.
+//! bookkeeping headers. Everything is bounded: the reason is cut to 1 KiB, headers larger or
+//! deeper than `header_bounds` allows are left out (as a retry leaves them out), and the body is
+//! read once.
 //!
 //! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
@@ -10,37 +11,13 @@ use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable};
 use serde::Deserialize;
 
-use super::consumer::{
-    ATTEMPT_HEADER, HEADERS_DROPPED_HEADER, ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER,
-};
+use super::consumer::{HEADERS_DROPPED_HEADER, REASON_HEADER};
+use super::header_bounds::Bounded;
 use super::properties::{self, without_nul};
-use super::republish::{ORIGINAL_HEADERS_MAX_BYTES, bounded, table_size};
+use super::republish::{bounded, carried_headers, dropped};
+use super::routing::{DEATH_HEADER, newest_death};
 use crate::domain::{DeadLetterIdentity, EventId, MAX_REASON_BYTES, ReasonClass, type_filter};
 use crate::store::dead_letters::NewDeadLetter;
-
-/// The broker's record of each time a message died (RabbitMQ), most recent first.
-const DEATH_HEADER: &str = "x-death";
-/// A quorum queue's count of a message's failed deliveries (RabbitMQ adds it; not reliable once
-/// the message is dead-lettered, so the reason names the configured limit instead).
-const DELIVERY_COUNT_HEADER: &str = "x-delivery-count";
-
-/// Headers that say where a message has been rather than what it is: the service's own (the
-/// retry path's) and the broker's. A parked dead letter keeps none of them, so a replay starts
-/// afresh.
-const BOOKKEEPING_HEADERS: [&str; 12] = [
-    REASON_HEADER,
-    ATTEMPT_HEADER,
-    ORIGINAL_ROUTING_KEY_HEADER,
-    HEADERS_DROPPED_HEADER,
-    DEATH_HEADER,
-    DELIVERY_COUNT_HEADER,
-    "x-first-death-exchange",
-    "x-first-death-queue",
-    "x-first-death-reason",
-    "x-last-death-exchange",
-    "x-last-death-queue",
-    "x-last-death-reason",
-];
 
 /// The dead letter a delivery from the dead-letter queue parks as. `delivery_limit` is the inbox's
 /// (`AMQP_DELIVERY_LIMIT`; 0: none declared), named in the reason of a broker dead letter.
@@ -51,7 +28,7 @@ pub fn dead_letter_of(
     delivery_limit: u32,
 ) -> NewDeadLetter {
     let headers = properties.headers().as_ref();
-    let routing_key = without_nul(&original_routing_key(headers, routing_key));
+    let routing_key = without_nul(&super::routing::original_routing_key(headers, routing_key));
     let message_id = properties
         .message_id()
         .as_ref()
@@ -82,7 +59,7 @@ pub fn dead_letter_of(
 pub fn reason_of(headers: Option<&FieldTable>, delivery_limit: u32) -> String {
     let header = |name: &str| headers.and_then(|h| h.inner().get(name));
     let service = header(REASON_HEADER).and_then(text);
-    let death = header(DEATH_HEADER).and_then(newest_death);
+    let death = header(DEATH_HEADER).and_then(newest_broker_death);
     let broker_gave_up = death.as_ref().is_some_and(|d| {
         matches!(
             d.class(),
@@ -97,26 +74,10 @@ pub fn reason_of(headers: Option<&FieldTable>, delivery_limit: u32) -> String {
     }
 }
 
-/// Where a replay sends it: the `x-original-routing-key` the service set on its retries and dead
-/// letters, else the first routing key of its newest `x-death` (a broker dead letter), else the
-/// key it was delivered with.
-pub fn original_routing_key(headers: Option<&FieldTable>, delivered_with: &str) -> String {
-    let header = |name: &str| headers.and_then(|h| h.inner().get(name));
-    header(ORIGINAL_ROUTING_KEY_HEADER)
-        .and_then(text)
-        .or_else(|| {
-            header(DEATH_HEADER)
-                .and_then(newest_death)
-                .and_then(|d| d.routing_key)
-        })
-        .unwrap_or_else(|| delivered_with.to_owned())
-}
-
 /// One `x-death` entry, as far as a reason needs it.
 struct Death {
     reason: String,
     queue: String,
-    routing_key: Option<String>,
 }
 
 impl Death {
@@ -150,22 +111,17 @@ impl Death {
     }
 }
 
-fn newest_death(value: &AMQPValue) -> Option<Death> {
-    let AMQPValue::FieldArray(deaths) = value else {
-        return None;
-    };
-    let AMQPValue::FieldTable(death) = deaths.as_slice().first()? else {
+/// The newest `x-death` entry, trusted only as the broker writes it: the service passes no
+/// publisher's `x-death` on (`routing::BOOKKEEPING_HEADERS`), so one here was written by the
+/// broker as it dead-lettered the message from one of the service's queues.
+fn newest_broker_death(value: &AMQPValue) -> Option<Death> {
+    let AMQPValue::FieldTable(death) = newest_death(value)? else {
         return None;
     };
     let field = |name: &str| death.inner().get(name);
-    let routing_key = match field("routing-keys") {
-        Some(AMQPValue::FieldArray(keys)) => keys.as_slice().first().and_then(text),
-        _ => None,
-    };
     Some(Death {
         reason: field("reason").and_then(text)?,
         queue: field("queue").and_then(text).unwrap_or_default(),
-        routing_key,
     })
 }
 
@@ -178,25 +134,28 @@ fn text(value: &AMQPValue) -> Option<String> {
 }
 
 /// The original's headers without the bookkeeping ones: as a replay publishes them, and as people
-/// see them. Over [`ORIGINAL_HEADERS_MAX_BYTES`] they are left out (the plain form then says how
-/// large they were in `x-original-headers-dropped`).
-fn kept_headers(headers: Option<&FieldTable>) -> (FieldTable, serde_json::Value) {
-    let mut kept = FieldTable::default();
-    for (key, value) in headers.into_iter().flat_map(FieldTable::inner) {
-        if !BOOKKEEPING_HEADERS.contains(&key.as_str()) {
-            kept.insert(key.clone(), value.clone());
+/// see them. Over the bounds (`header_bounds`) they are left out, and the plain form says how
+/// large they were in `x-original-headers-dropped`, as it also shows that header when the
+/// consumer already dropped them from the dead letter it published.
+fn kept_headers(headers: Option<&FieldTable>) -> (Bounded, serde_json::Value) {
+    let (kept, mut shown) = match carried_headers(headers, &[]) {
+        Ok(kept) => {
+            let shown = properties::plain(&kept);
+            (kept, shown)
         }
+        // One number: always within the bounds.
+        Err(measure) => (
+            Bounded::default(),
+            Bounded::new(dropped(measure))
+                .map_or_else(|_| serde_json::json!({}), |d| properties::plain(&d)),
+        ),
+    };
+    let dropped_earlier = headers.and_then(|h| h.inner().get(HEADERS_DROPPED_HEADER));
+    if let (Some(AMQPValue::LongLongInt(size)), Some(shown)) =
+        (dropped_earlier, shown.as_object_mut())
+    {
+        shown.insert(HEADERS_DROPPED_HEADER.to_owned(), serde_json::json!(size));
     }
-    let size = table_size(&kept);
-    if size > ORIGINAL_HEADERS_MAX_BYTES {
-        let mut dropped = FieldTable::default();
-        dropped.insert(
-            HEADERS_DROPPED_HEADER.into(),
-            AMQPValue::LongLongInt(i64::try_from(size).unwrap_or(i64::MAX)),
-        );
-        return (FieldTable::default(), properties::plain(&dropped));
-    }
-    let shown = properties::plain(&kept);
     (kept, shown)
 }
 
@@ -230,6 +189,9 @@ fn envelope_fields(body: &[u8]) -> (Option<String>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::amqp::consumer::{ATTEMPT_HEADER, ORIGINAL_ROUTING_KEY_HEADER};
+    use crate::amqp::header_bounds::MAX_BYTES;
+    use crate::amqp::routing::{DELIVERY_COUNT_HEADER, original_routing_key};
 
     fn long_string(value: &str) -> AMQPValue {
         AMQPValue::LongString(value.into())
@@ -394,13 +356,23 @@ mod tests {
 
     #[test]
     fn oversized_headers_are_left_out_and_their_size_shown() {
-        let h = headers(&[("huge", long_string(&"h".repeat(ORIGINAL_HEADERS_MAX_BYTES)))]);
+        let h = headers(&[("huge", long_string(&"h".repeat(MAX_BYTES)))]);
         let letter = dead_letter_of("k", &BasicProperties::default().with_headers(h), b"{}", 20);
         assert!(letter.headers[HEADERS_DROPPED_HEADER].as_i64().unwrap() > 16_384);
         assert_eq!(
             properties::decode(&letter.properties).headers().clone(),
             Some(FieldTable::default())
         );
+    }
+
+    #[test]
+    fn headers_the_consumer_already_dropped_are_shown_as_dropped() {
+        let h = headers(&[
+            (REASON_HEADER, long_string("poison: x")),
+            (HEADERS_DROPPED_HEADER, AMQPValue::LongLongInt(140_000)),
+        ]);
+        let letter = dead_letter_of("k", &BasicProperties::default().with_headers(h), b"{}", 20);
+        assert_eq!(letter.headers[HEADERS_DROPPED_HEADER], 140_000);
     }
 
     #[test]

@@ -14,8 +14,12 @@ use lapin::BasicProperties;
 use lapin::types::{AMQPValue, ByteArray, DecimalValue, FieldArray, FieldTable, ShortString};
 use serde_json::{Map, Value, json};
 
-/// The lossless JSON of `properties`, with `headers` in place of its own.
-pub fn encode(properties: &BasicProperties, headers: &FieldTable) -> Value {
+use super::header_bounds::Bounded;
+
+/// The lossless JSON of `properties`, with `headers` in place of its own. Headers are
+/// [`Bounded`], so the JSON nests at most twice their depth (far below what `serde_json` and
+/// `jsonb` read back).
+pub fn encode(properties: &BasicProperties, headers: &Bounded) -> Value {
     let mut out = Map::new();
     for (name, get, _) in TEXTS {
         if let Some(value) = get(properties) {
@@ -28,7 +32,7 @@ pub fn encode(properties: &BasicProperties, headers: &FieldTable) -> Value {
     if let Some(timestamp) = properties.timestamp() {
         out.insert("timestamp".to_owned(), json!(timestamp));
     }
-    out.insert("headers".to_owned(), encode_table(headers));
+    out.insert("headers".to_owned(), encode_table(headers.table()));
     Value::Object(out)
 }
 
@@ -92,7 +96,11 @@ pub fn decode(value: &Value) -> BasicProperties {
 }
 
 /// The headers as plain JSON: strings, numbers, booleans, arrays and objects (byte arrays as hex).
-pub fn plain(headers: &FieldTable) -> Value {
+pub fn plain(headers: &Bounded) -> Value {
+    plain_table(headers.table())
+}
+
+fn plain_table(headers: &FieldTable) -> Value {
     Value::Object(
         headers
             .inner()
@@ -121,7 +129,7 @@ fn plain_value(value: &AMQPValue) -> Value {
         AMQPValue::LongString(s) => json!(without_nul(&String::from_utf8_lossy(s.as_bytes()))),
         AMQPValue::ByteArray(b) => json!(hex::encode(b.as_slice())),
         AMQPValue::FieldArray(a) => Value::Array(a.as_slice().iter().map(plain_value).collect()),
-        AMQPValue::FieldTable(t) => plain(t),
+        AMQPValue::FieldTable(t) => plain_table(t),
         AMQPValue::Void => Value::Null,
     }
 }
@@ -287,7 +295,7 @@ mod tests {
             .with_priority(3)
             .with_timestamp(42)
             .with_app_id("shop".into());
-        let stored = encode(&properties, &headers);
+        let stored = encode(&properties, &Bounded::new(headers.clone()).unwrap());
         // What Postgres stores and gives back: text, without a NUL.
         let stored: Value = serde_json::from_str(&stored.to_string()).unwrap();
         assert!(!stored.to_string().contains("\\u0000"), "{stored}");
@@ -306,14 +314,14 @@ mod tests {
         let properties = BasicProperties::default()
             .with_expiration("1000".into())
             .with_user_id("someone-else".into());
-        let back = decode(&encode(&properties, &FieldTable::default()));
+        let back = decode(&encode(&properties, &Bounded::default()));
         assert_eq!(*back.expiration(), None);
         assert_eq!(*back.user_id(), None);
     }
 
     #[test]
     fn the_plain_form_shows_values_alone() {
-        let plain = plain(&every_type());
+        let plain = plain(&Bounded::new(every_type()).unwrap());
         assert_eq!(plain["traceparent"], "00-abc-01");
         assert_eq!(plain["i64"], -64);
         assert_eq!(plain["bytes"], "010203");

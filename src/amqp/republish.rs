@@ -13,6 +13,8 @@ use lapin::types::{AMQPValue, FieldTable};
 use super::consumer::{
     ATTEMPT_HEADER, HEADERS_DROPPED_HEADER, ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER,
 };
+use super::header_bounds::{Bounded, Measure};
+use super::routing::{BOOKKEEPING_HEADERS, original_routing_key};
 use super::trace_headers;
 use crate::telemetry::TraceContext;
 use crate::telemetry::trace_context::{TRACEPARENT, TRACESTATE};
@@ -20,73 +22,77 @@ use crate::telemetry::trace_context::{TRACEPARENT, TRACESTATE};
 /// The longest `x-error-reason`, in bytes; a longer reason is cut (at a character boundary). The
 /// same bound as a parked dead letter's reason.
 pub const REASON_MAX_BYTES: usize = crate::domain::MAX_REASON_BYTES;
-/// The most (encoded) bytes of the original's headers a replacement repeats; larger headers are
-/// dropped whole and `x-original-headers-dropped` says how large they were. With the reason and
-/// the rest, a replacement's header frame stays far below RabbitMQ's frame size (128 KiB).
-pub const ORIGINAL_HEADERS_MAX_BYTES: usize = 16 * 1024;
 
 /// The properties of a retry or dead letter of `delivery`: its `message_id`, `type` and
-/// `content_type`, persistent; the original's own headers if they fit
-/// [`ORIGINAL_HEADERS_MAX_BYTES`]; and the service's headers: `x-attempt`, `x-error-reason` (cut
-/// to [`REASON_MAX_BYTES`]), `x-original-routing-key` (kept from the first trip: a retry
-/// comes back with the inbox's name as its routing key), and `traceparent`/`tracestate` naming
-/// `trace`, the span that handled it (valid and bounded whatever the original carried).
+/// `content_type`, persistent; the original's own headers if they fit the bounds
+/// (`header_bounds`), else `x-original-headers-dropped` saying how large they were; and the
+/// service's headers: `x-attempt`, `x-error-reason` (cut to [`REASON_MAX_BYTES`]),
+/// `x-original-routing-key` (`routing::original_routing_key`), and `traceparent`/`tracestate`
+/// naming `trace`, the span that handled it (valid and bounded whatever the original carried).
 pub(super) fn republished_properties(
     delivery: &Delivery,
     attempt: u32,
     reason: &str,
     trace: &TraceContext,
 ) -> BasicProperties {
-    let original = &delivery.properties;
-    let own = [
-        ATTEMPT_HEADER,
-        REASON_HEADER,
-        ORIGINAL_ROUTING_KEY_HEADER,
-        HEADERS_DROPPED_HEADER,
-        TRACEPARENT,
-        TRACESTATE,
-    ];
-    let mut headers = FieldTable::default();
-    let mut routing_key = AMQPValue::LongString(delivery.routing_key.as_str().into());
-    if let Some(table) = original.headers() {
-        if let Some(first) = table.inner().get(ORIGINAL_ROUTING_KEY_HEADER) {
-            routing_key = first.clone();
-        }
-        let size = table_size(table);
-        if size <= ORIGINAL_HEADERS_MAX_BYTES {
-            for (key, value) in table.inner() {
-                if !own.contains(&key.as_str()) {
-                    headers.insert(key.clone(), value.clone());
-                }
-            }
-        } else {
-            headers.insert(
-                HEADERS_DROPPED_HEADER.into(),
-                AMQPValue::LongLongInt(i64::try_from(size).unwrap_or(i64::MAX)),
-            );
-        }
-    }
+    let original = delivery.properties.headers().as_ref();
+    let routing_key = original_routing_key(original, delivery.routing_key.as_str());
+    let mut headers = match carried_headers(original, &[TRACEPARENT, TRACESTATE]) {
+        Ok(kept) => kept.into_table(),
+        Err(measure) => dropped(measure),
+    };
     headers.insert(ATTEMPT_HEADER.into(), AMQPValue::LongUInt(attempt));
     headers.insert(
         REASON_HEADER.into(),
         AMQPValue::LongString(bounded(reason, REASON_MAX_BYTES).into()),
     );
-    headers.insert(ORIGINAL_ROUTING_KEY_HEADER.into(), routing_key);
+    headers.insert(
+        ORIGINAL_ROUTING_KEY_HEADER.into(),
+        AMQPValue::LongString(routing_key.into()),
+    );
     trace_headers::insert(&mut headers, trace);
 
-    let mut properties = BasicProperties::default()
+    let properties = &delivery.properties;
+    let mut republished = BasicProperties::default()
         .with_delivery_mode(2)
         .with_headers(headers);
-    if let Some(id) = original.message_id() {
-        properties = properties.with_message_id(id.clone());
+    if let Some(id) = properties.message_id() {
+        republished = republished.with_message_id(id.clone());
     }
-    if let Some(kind) = original.kind() {
-        properties = properties.with_type(kind.clone());
+    if let Some(kind) = properties.kind() {
+        republished = republished.with_type(kind.clone());
     }
-    if let Some(content_type) = original.content_type() {
-        properties = properties.with_content_type(content_type.clone());
+    if let Some(content_type) = properties.content_type() {
+        republished = republished.with_content_type(content_type.clone());
     }
-    properties
+    republished
+}
+
+/// The original's headers without the bookkeeping ones (nor those named in `also_without`), if
+/// they fit the bounds; else how large they were.
+pub(super) fn carried_headers(
+    headers: Option<&FieldTable>,
+    also_without: &[&str],
+) -> Result<Bounded, Measure> {
+    let mut kept = FieldTable::default();
+    for (key, value) in headers.into_iter().flat_map(FieldTable::inner) {
+        let name = key.as_str();
+        if !BOOKKEEPING_HEADERS.contains(&name) && !also_without.contains(&name) {
+            kept.insert(key.clone(), value.clone());
+        }
+    }
+    Bounded::new(kept)
+}
+
+/// In place of headers too large or too deep to carry on: `x-original-headers-dropped`, their
+/// size in bytes.
+pub(super) fn dropped(measure: Measure) -> FieldTable {
+    let mut table = FieldTable::default();
+    table.insert(
+        HEADERS_DROPPED_HEADER.into(),
+        AMQPValue::LongLongInt(i64::try_from(measure.bytes).unwrap_or(i64::MAX)),
+    );
+    table
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, marked with `…` when cut.
@@ -100,27 +106,6 @@ pub(super) fn bounded(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}{marker}", &text[..end])
-}
-
-/// An upper bound of the encoded size of a field table (AMQP 0-9-1 §4.2.5.5).
-pub(super) fn table_size(table: &FieldTable) -> usize {
-    4 + table
-        .inner()
-        .iter()
-        .map(|(key, value)| 1 + key.as_str().len() + value_size(value))
-        .sum::<usize>()
-}
-
-fn value_size(value: &AMQPValue) -> usize {
-    1 + match value {
-        AMQPValue::ShortString(s) => 1 + s.as_str().len(),
-        AMQPValue::LongString(s) => 4 + s.as_bytes().len(),
-        AMQPValue::ByteArray(b) => 4 + b.as_slice().len(),
-        AMQPValue::FieldTable(t) => table_size(t),
-        AMQPValue::FieldArray(a) => 4 + a.as_slice().iter().map(value_size).sum::<usize>(),
-        // Numbers, booleans, decimals, timestamps, void: at most 9 bytes.
-        _ => 9,
-    }
 }
 
 /// Which delivery through the retry path this is: 1 for a message never retried.
@@ -154,15 +139,74 @@ mod tests {
         assert!(cut.ends_with('…'));
     }
 
+    fn delivery(headers: FieldTable, routing_key: &str) -> Delivery {
+        let mut delivery = Delivery::mock(1, "".into(), routing_key.into(), false, vec![]);
+        delivery.properties = BasicProperties::default().with_headers(headers);
+        delivery
+    }
+
+    fn headers_of(properties: &BasicProperties) -> FieldTable {
+        properties.headers().clone().unwrap_or_default()
+    }
+
     #[test]
-    fn the_size_of_headers_bounds_their_encoding() {
-        let mut headers = FieldTable::default();
-        headers.insert(
-            "x-trace".into(),
-            AMQPValue::LongString("t".repeat(100).into()),
+    fn a_publishers_bookkeeping_headers_are_not_repeated() {
+        let mut forged = FieldTable::default();
+        forged.insert("x-death".into(), AMQPValue::FieldArray(vec![].into()));
+        forged.insert(
+            REASON_HEADER.into(),
+            AMQPValue::LongString("delivery_limit".into()),
         );
-        headers.insert("n".into(), AMQPValue::LongUInt(1));
-        // table length 4; "x-trace": 1 + 7 + type 1 + 4 + 100; "n": 1 + 1 + type 1 + at most 9.
-        assert_eq!(table_size(&headers), 4 + 113 + 12);
+        forged.insert("kept".into(), AMQPValue::Boolean(true));
+        let republished = republished_properties(
+            &delivery(forged, "payment.succeeded"),
+            1,
+            "poison: x",
+            &TraceContext::start(),
+        );
+        let headers = headers_of(&republished);
+        assert!(headers.inner().get("x-death").is_none());
+        assert_eq!(
+            headers.inner().get(REASON_HEADER),
+            Some(&AMQPValue::LongString("poison: x".into()))
+        );
+        assert_eq!(headers.inner().get("kept"), Some(&AMQPValue::Boolean(true)));
+    }
+
+    #[test]
+    fn headers_too_large_or_too_deep_are_dropped_and_their_size_said() {
+        let mut deep = FieldTable::default();
+        for _ in 0..super::super::header_bounds::MAX_DEPTH {
+            let mut outer = FieldTable::default();
+            outer.insert("t".into(), AMQPValue::FieldTable(deep));
+            deep = outer;
+        }
+        let mut large = FieldTable::default();
+        large.insert(
+            ORIGINAL_ROUTING_KEY_HEADER.into(),
+            AMQPValue::LongString("k".repeat(130 * 1024).into()),
+        );
+        large.insert(
+            "big".into(),
+            AMQPValue::LongString("b".repeat(20_000).into()),
+        );
+        for original in [deep, large] {
+            let republished = republished_properties(
+                &delivery(original, "payment.succeeded"),
+                1,
+                "poison: x",
+                &TraceContext::start(),
+            );
+            let headers = headers_of(&republished);
+            assert!(
+                matches!(headers.inner().get(HEADERS_DROPPED_HEADER), Some(AMQPValue::LongLongInt(n)) if *n > 0),
+                "{headers:?}"
+            );
+            assert_eq!(
+                headers.inner().get(ORIGINAL_ROUTING_KEY_HEADER),
+                Some(&AMQPValue::LongString("payment.succeeded".into()))
+            );
+            assert!(super::super::header_bounds::measure(&headers).fits());
+        }
     }
 }
