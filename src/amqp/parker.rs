@@ -3,14 +3,16 @@
 //! it in the queue. It holds at most [`PREFETCH`] messages, one parked at a time; a database that
 //! cannot be reached is waited out with the message kept. It also keeps the `dead_letters_parked`
 //! gauge (by reason class) fresh from the database: after it parks (at most once a second) and
-//! every [`GAUGE_REFRESH`], so replays and discards, on any instance, show too.
+//! every [`GAUGE_REFRESH`], so replays and discards, on any instance, show too; and, as often,
+//! `dead_letters_last_resort`, what the dead-letter queue gave up on (`Topology::last_resort`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use lapin::message::Delivery;
-use lapin::options::BasicAckOptions;
+use lapin::options::{BasicAckOptions, QueueDeclareOptions};
+use lapin::types::FieldTable;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -66,7 +68,7 @@ impl Parker {
             .connect("order-service dead-letter parker")
             .await?;
         let channel = connection.create_channel().await?;
-        self.topology.declare_dead_letter_side(&channel).await?;
+        self.topology.declare_dead_letter_side(&connection).await?;
         let mut deliveries = consume(
             &channel,
             &self.topology.dead_letter_queue,
@@ -84,6 +86,7 @@ impl Parker {
                 () = shutdown.cancelled() => break Ok(()),
                 () = tokio::time::sleep_until(next_refresh) => {
                     self.refresh_gauge().await;
+                    self.count_last_resort(&channel).await?;
                     next_refresh = Instant::now() + GAUGE_REFRESH;
                 }
                 next = deliveries.next() => match next {
@@ -133,6 +136,23 @@ impl Parker {
                 }
             }
         }
+    }
+
+    /// Sets `dead_letters_last_resort` to what the last resort holds (`Topology::last_resort`):
+    /// dead letters the parker could not take, which only an operator can look at.
+    async fn count_last_resort(&self, channel: &lapin::Channel) -> Result<(), AmqpError> {
+        let queue = channel
+            .queue_declare(
+                self.topology.last_resort().as_str().into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await?;
+        metrics::gauge!("dead_letters_last_resort").set(f64::from(queue.message_count()));
+        Ok(())
     }
 
     async fn refresh_gauge(&self) {

@@ -6,7 +6,10 @@
 //!                           order.cancellation_requested            ▼            │
 //!                                    order-service.inbox.delay.<ms>ms (quorum, TTL, one per delay)
 //! order-service.dlx (fanout) ──▶ order-service.dead-letter (quorum)   ◀── poison, terminal, exhausted
-//!                                        └──▶ the parker: parked in Postgres, replayed through the outbox
+//!                                        ├──▶ the parker: parked in Postgres, replayed through the outbox
+//!                                        └──▶ order-service.dead-letter.last-resort (exchange and queue,
+//!                                             nothing consumes it): what the parker failed to take
+//!                                             `delivery_limit` times
 //! order-service.events (topic) ◀── outbox relay, routing key = event type
 //! ```
 //!
@@ -52,6 +55,14 @@ pub struct Topology {
     pub delivery_limit: u32,
 }
 
+/// Whether a queue is declared with this version's arguments or used as an earlier version left
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    Declare,
+    AsItIs,
+}
+
 /// How the inbox was found when the topology was declared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Inbox {
@@ -83,6 +94,7 @@ impl Topology {
     /// Declares every exchange and queue, the inbox with this configuration's arguments; fails
     /// (and the broker closes `channel`) if the inbox exists with other arguments.
     pub async fn declare(&self, channel: &Channel) -> lapin::Result<()> {
+        self.declare_dead_letters(channel, Found::Declare).await?;
         self.declare_with(channel, Inbox::AsConfigured).await
     }
 
@@ -90,8 +102,9 @@ impl Topology {
     /// (an upgrade from a version without the delivery limit) is used as it is, with an error in
     /// the log naming the command that applies the limit.
     pub async fn declare_inbox_side(&self, connection: &Connection) -> lapin::Result<Inbox> {
+        self.declare_dead_letter_side(connection).await?;
         let channel = connection.create_channel().await?;
-        let inbox = match self.declare(&channel).await {
+        let inbox = match self.declare_with(&channel, Inbox::AsConfigured).await {
             Ok(()) => Inbox::AsConfigured,
             Err(error) if is_precondition_failed(&error) => {
                 tracing::error!(
@@ -129,10 +142,11 @@ impl Topology {
         )
     }
 
+    /// The inbox side but the dead letters: exchanges, the inbox and its bindings, the delay
+    /// queues.
     async fn declare_with(&self, channel: &Channel, inbox: Inbox) -> lapin::Result<()> {
         declare_topic(channel, &self.inbound_exchange).await?;
         declare_topic(channel, &self.outbound_exchange).await?;
-        self.declare_dead_letter_side(channel).await?;
 
         let durable_queue = QueueDeclareOptions {
             durable: true,
@@ -179,34 +193,101 @@ impl Topology {
         Ok(())
     }
 
-    /// The dead-letter exchange and queue: what the dead-letter parker needs, whoever declares
-    /// first.
-    pub async fn declare_dead_letter_side(&self, channel: &Channel) -> lapin::Result<()> {
-        declare_exchange(channel, &self.dead_letter_exchange, ExchangeKind::Fanout).await?;
-        channel
-            .queue_declare(
-                name(&self.dead_letter_queue),
-                QueueDeclareOptions {
-                    durable: true,
-                    ..QueueDeclareOptions::default()
-                },
-                self.dead_letter_queue_arguments(),
-            )
-            .await?;
-        channel
-            .queue_bind(
-                name(&self.dead_letter_queue),
-                name(&self.dead_letter_exchange),
-                name(""),
-                QueueBindOptions::default(),
-                FieldTable::default(),
-            )
-            .await
+    /// The dead-letter exchange and queue, and the last resort behind it: what the dead-letter
+    /// parker needs, whoever declares first. A dead-letter queue declared by an earlier version
+    /// (without its delivery limit and last resort) is used as it is, with an error in the log
+    /// naming the policy that gives it both (docs/hostile-input.md).
+    pub async fn declare_dead_letter_side(&self, connection: &Connection) -> lapin::Result<()> {
+        let channel = connection.create_channel().await?;
+        match self.declare_dead_letters(&channel, Found::Declare).await {
+            Ok(()) => {}
+            Err(error) if is_precondition_failed(&error) => {
+                tracing::error!(
+                    queue = %self.dead_letter_queue,
+                    "the dead-letter queue exists with other arguments than this version declares \
+                     (an earlier version declared it without a delivery limit and last resort): \
+                     it is used as it is, and a dead letter the parker cannot take loops it until \
+                     a policy applies both: {}",
+                    self.dead_letter_policy_command()
+                );
+                let channel = connection.create_channel().await?;
+                self.declare_dead_letters(&channel, Found::AsItIs).await?;
+                let _ = channel.close(200, "declared".into()).await;
+                return Ok(());
+            }
+            Err(error) => return Err(error),
+        }
+        let _ = channel.close(200, "declared".into()).await;
+        Ok(())
     }
 
-    /// The dead-letter queue is a quorum queue like the inbox, with nowhere further to go.
+    async fn declare_dead_letters(&self, channel: &Channel, found: Found) -> lapin::Result<()> {
+        let durable = QueueDeclareOptions {
+            durable: true,
+            ..QueueDeclareOptions::default()
+        };
+        let last_resort = self.last_resort();
+        declare_exchange(channel, &last_resort, ExchangeKind::Fanout).await?;
+        channel
+            .queue_declare(name(&last_resort), durable, quorum(FieldTable::default()))
+            .await?;
+        bind_all(channel, &last_resort, &last_resort).await?;
+        declare_exchange(channel, &self.dead_letter_exchange, ExchangeKind::Fanout).await?;
+        let (options, arguments) = match found {
+            Found::Declare => (durable, self.dead_letter_queue_arguments()),
+            Found::AsItIs => (
+                QueueDeclareOptions {
+                    passive: true,
+                    ..durable
+                },
+                FieldTable::default(),
+            ),
+        };
+        channel
+            .queue_declare(name(&self.dead_letter_queue), options, arguments)
+            .await?;
+        bind_all(channel, &self.dead_letter_queue, &self.dead_letter_exchange).await
+    }
+
+    /// The exchange and queue (one name) that take what the dead-letter queue gives up on: a
+    /// dead letter delivered to the parker `delivery_limit` times without being parked (one the
+    /// client library cannot read, or one that crashes the parker). Nothing consumes it; the
+    /// parker counts it (`dead_letters_last_resort`) and an alert fires while it holds any.
+    pub fn last_resort(&self) -> String {
+        format!("{}.last-resort", self.dead_letter_queue)
+    }
+
+    /// A quorum queue like the inbox, with the same crash-loop guard, into the last resort.
     pub fn dead_letter_queue_arguments(&self) -> FieldTable {
-        quorum(FieldTable::default())
+        let mut args = FieldTable::default();
+        args.insert("x-dead-letter-exchange".into(), text(&self.last_resort()));
+        args.insert(
+            "x-delivery-limit".into(),
+            AMQPValue::LongLongInt(i64::from(self.dead_letter_delivery_limit())),
+        );
+        quorum(args)
+    }
+
+    /// The inbox's delivery limit, or the default where the inbox declares none: the
+    /// dead-letter queue always has one.
+    fn dead_letter_delivery_limit(&self) -> u32 {
+        match self.delivery_limit {
+            0 => crate::config::DEFAULT_AMQP_DELIVERY_LIMIT,
+            limit => limit,
+        }
+    }
+
+    /// The command that gives a dead-letter queue declared by an earlier version its delivery
+    /// limit and last resort.
+    pub fn dead_letter_policy_command(&self) -> String {
+        let pattern = format!("^{}$", self.dead_letter_queue.replace('.', "\\."));
+        format!(
+            "rabbitmqctl set_policy --apply-to queues {}.last-resort '{pattern}' \
+             '{{\"delivery-limit\":{},\"dead-letter-exchange\":\"{}\"}}'",
+            self.dead_letter_queue,
+            self.dead_letter_delivery_limit(),
+            self.last_resort()
+        )
     }
 
     /// A delay queue (quorum, like every queue here) holds each message for `delay`, then
@@ -245,7 +326,11 @@ impl Topology {
 
     /// Removes every queue and exchange of this topology (tests use a topology of their own).
     pub async fn delete(&self, channel: &Channel) -> lapin::Result<()> {
-        let mut queues = vec![self.inbox.clone(), self.dead_letter_queue.clone()];
+        let mut queues = vec![
+            self.inbox.clone(),
+            self.dead_letter_queue.clone(),
+            self.last_resort(),
+        ];
         queues.extend(self.retry_delays.iter().map(|d| self.retry_queue(*d)));
         for queue in queues {
             channel
@@ -256,6 +341,7 @@ impl Topology {
             &self.inbound_exchange,
             &self.outbound_exchange,
             &self.dead_letter_exchange,
+            &self.last_resort(),
         ] {
             channel
                 .exchange_delete(name(exchange), ExchangeDeleteOptions::default())
@@ -282,6 +368,19 @@ async fn declare_exchange(
     };
     channel
         .exchange_declare(name(exchange), kind, durable, FieldTable::default())
+        .await
+}
+
+/// Binds `queue` to the fanout `exchange`.
+async fn bind_all(channel: &Channel, queue: &str, exchange: &str) -> lapin::Result<()> {
+    channel
+        .queue_bind(
+            name(queue),
+            name(exchange),
+            name(""),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
         .await
 }
 
