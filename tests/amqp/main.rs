@@ -13,6 +13,7 @@ mod crash_loop;
 mod dead_letters;
 mod endpoints;
 mod helpers;
+mod hostile;
 mod refunds;
 mod relay;
 mod republish;

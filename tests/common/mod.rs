@@ -30,6 +30,7 @@ use order_service::store;
 
 pub mod http;
 pub mod proxy;
+pub mod raw_amqp;
 
 pub const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 pub const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
