@@ -31,6 +31,8 @@ pub enum AmqpError {
     ConsumerCancelled,
     #[error("the broker refused (nacked) a published message")]
     Nacked,
+    #[error("no queue took a message published to {exchange:?} (is the topology intact?)")]
+    Unroutable { exchange: String },
     #[error("the connection to the broker is gone")]
     Disconnected,
     #[error("the broker did not confirm in time (is it blocking publishers?)")]

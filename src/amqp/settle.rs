@@ -6,9 +6,9 @@
 //! messages come back, and the data model absorbs what they already did.
 
 use futures::future::join_all;
-use lapin::BasicProperties;
 use lapin::options::BasicPublishOptions;
 use lapin::types::ShortString;
+use lapin::{BasicProperties, Confirmation};
 use tracing::Instrument;
 
 use super::connection::AmqpError;
@@ -124,7 +124,10 @@ impl Worker {
         .await
     }
 
-    /// Publishes the original body with `properties` and waits for the broker's confirm.
+    /// Publishes the original body with `properties`, `mandatory`, and waits for the broker's
+    /// confirm. A message no queue took (an operator deleted a delay queue or the dead-letter
+    /// queue's binding) comes back: the original stays unacknowledged, and the session ends and
+    /// reconnects, declaring the topology again.
     async fn publish(
         &self,
         exchange: &str,
@@ -137,15 +140,21 @@ impl Worker {
             .basic_publish(
                 ShortString::from(exchange),
                 ShortString::from(routing_key),
-                BasicPublishOptions::default(),
+                BasicPublishOptions {
+                    mandatory: true,
+                    ..BasicPublishOptions::default()
+                },
                 &message.delivery.data,
                 properties,
             )
             .await?
             .await?;
-        if confirm.is_nack() {
-            return Err(AmqpError::Nacked);
+        match confirm {
+            Confirmation::Nack(_) => Err(AmqpError::Nacked),
+            Confirmation::Ack(Some(_)) => Err(AmqpError::Unroutable {
+                exchange: exchange.to_owned(),
+            }),
+            Confirmation::Ack(None) | Confirmation::NotRequested => Ok(()),
         }
-        Ok(())
     }
 }

@@ -225,3 +225,25 @@ async fn on_shutdown_in_flight_messages_finish_and_the_rest_stay_queued() {
     let queued = i64::from(h.ready_count(&h.topology.inbox).await);
     assert_eq!(applied + queued, 50, "applied {applied}, queued {queued}");
 }
+
+#[tokio::test]
+async fn a_retry_no_queue_takes_is_not_acknowledged_and_the_topology_is_declared_again() {
+    let mut h = Harness::start().await;
+    let consumer = h.spawn_consumer();
+    h.wait_for_readiness(&consumer, true).await;
+    // An operator deletes the first delay queue: a retry published there reaches no queue.
+    let delay_queue = h.topology.retry_queue(h.config.retry_delay(1));
+    h.channel
+        .queue_delete(delay_queue.as_str().into(), Default::default())
+        .await
+        .expect("delete the delay queue");
+    let order = Uuid::new_v4();
+    h.pay("ev-early", order, "t-1", 500).await;
+
+    // The returned retry leaves the payment unacknowledged; the consumer reconnects, declares
+    // the delay queue again, and the retry then parks there.
+    h.wait_until_retried(1).await;
+    assert!(h.sessions() >= 2, "the consumer reconnected");
+    h.place("ev-place", order, 500).await;
+    h.wait_for_status(order, "PAID").await;
+}

@@ -106,12 +106,20 @@ pub fn deepest_arrays(name: &str) -> usize {
 
 /// Publishes each message to `exchange` with `routing_key` over a connection of its own, and
 /// waits for the broker's confirm of each; panics if the broker refuses one.
-pub fn publish(amqp_addr: &str, vhost: &str, exchange: &str, routing_key: &str, messages: &[RawMessage]) {
+pub fn publish(
+    amqp_addr: &str,
+    vhost: &str,
+    exchange: &str,
+    routing_key: &str,
+    messages: &[RawMessage],
+) {
     let mut stream = TcpStream::connect(amqp_addr).expect("connect to RabbitMQ");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
-    stream.write_all(b"AMQP\x00\x00\x09\x01").expect("protocol header");
+    stream
+        .write_all(b"AMQP\x00\x00\x09\x01")
+        .expect("protocol header");
     expect_method(&mut stream, 10, 10); // connection.start
     let mut start_ok = method(10, 11);
     start_ok.extend_from_slice(&len32(0)); // client properties: none
@@ -151,7 +159,10 @@ pub fn publish(amqp_addr: &str, vhost: &str, exchange: &str, routing_key: &str, 
         header.extend_from_slice(&(message.body.len() as u64).to_be_bytes());
         header.extend_from_slice(&message.flags.to_be_bytes());
         header.extend_from_slice(&message.properties);
-        assert!(header.len() + 8 <= FRAME_MAX, "the content header fits one frame");
+        assert!(
+            header.len() + 8 <= FRAME_MAX,
+            "the content header fits one frame"
+        );
         send(&mut stream, 2, 1, &header);
         for chunk in message.body.chunks(FRAME_MAX - 8) {
             send(&mut stream, 3, 1, chunk);
