@@ -29,7 +29,7 @@ pub const REASON_HEADER: &str = "x-error-reason";
 /// Header carrying the routing key the message first arrived with.
 pub const ORIGINAL_ROUTING_KEY_HEADER: &str = "x-original-routing-key";
 /// Header saying how many bytes of the original's headers a retry or dead letter left out.
-pub const HEADERS_DROPPED_HEADER: &str = "x-original-headers-dropped";
+pub use crate::domain::HEADERS_DROPPED_HEADER;
 
 pub struct Consumer {
     app: App,

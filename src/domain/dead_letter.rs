@@ -14,6 +14,10 @@ pub const MAX_BULK_REPLAY: usize = 1_000;
 /// The longest reason stored, in bytes; a longer one is cut where it is read from a message.
 pub const MAX_REASON_BYTES: usize = 1_024;
 
+/// The header that stands, in a retry, a dead letter or what people see of one, for headers too
+/// large or too deep to carry on: their size in bytes (docs/hostile-input.md).
+pub const HEADERS_DROPPED_HEADER: &str = "x-original-headers-dropped";
+
 /// Where a dead letter is: waiting for an operator, sent back to the inbox, or dropped. Dead-lettered
 /// again, it is `Parked` again whatever it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr, IntoStaticStr)]

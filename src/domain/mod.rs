@@ -17,8 +17,9 @@ mod text;
 mod version;
 
 pub use dead_letter::{
-    DeadLetterAction, DeadLetterIdentity, DeadLetterStatus, MAX_BULK_REPLAY, MAX_REASON_BYTES,
-    MAX_TYPE_FILTER_CHARS, ReasonClass, reason_filter, type_filter,
+    DeadLetterAction, DeadLetterIdentity, DeadLetterStatus, HEADERS_DROPPED_HEADER,
+    MAX_BULK_REPLAY, MAX_REASON_BYTES, MAX_TYPE_FILTER_CHARS, ReasonClass, reason_filter,
+    type_filter,
 };
 pub use events::EventType;
 pub use history::{CLI_CLIENT, Cause, HistoryEntry, KeyScope, RecordedCause, Source};

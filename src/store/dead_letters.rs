@@ -86,7 +86,8 @@ pub struct DeadLetter {
 macro_rules! columns {
     () => {
         "id, message_id, event_id, event_type, routing_key, reason, reason_class, \
-         substring(body FROM 1 FOR $1) AS body, octet_length(body)::int8 AS body_bytes, headers, \
+         substring(body FROM 1 FOR $1) AS body, octet_length(body)::int8 AS body_bytes, \
+         headers::text AS headers, \
          times, status, first_dead_lettered_at, last_dead_lettered_at"
     };
 }
@@ -102,7 +103,8 @@ struct DeadLetterRow {
     reason_class: String,
     body: Vec<u8>,
     body_bytes: i64,
-    headers: serde_json::Value,
+    /// As text, read by [`shown_headers`].
+    headers: String,
     times: i32,
     status: String,
     first_dead_lettered_at: DateTime<Utc>,
@@ -123,13 +125,22 @@ impl TryFrom<DeadLetterRow> for DeadLetter {
             reason_class: stored("reason_class", &row.reason_class)?,
             body: row.body,
             body_bytes: row.body_bytes,
-            headers: row.headers,
+            headers: shown_headers(&row.headers),
             times: row.times,
             status: stored("status", &row.status)?,
             first_dead_lettered_at: row.first_dead_lettered_at,
             last_dead_lettered_at: row.last_dead_lettered_at,
         })
     }
+}
+
+/// Stored headers as people see them. An earlier version stored headers as deep as a publisher
+/// sent them (docs/hostile-input.md); what is nested deeper than the JSON reader's limit is shown
+/// as dropped, with its stored size, rather than failing the read.
+fn shown_headers(stored: &str) -> serde_json::Value {
+    serde_json::from_str(stored).unwrap_or_else(
+        |_| serde_json::json!({ crate::domain::HEADERS_DROPPED_HEADER: stored.len() }),
+    )
 }
 
 /// One dead letter, its body cut to `body_prefix` bytes.

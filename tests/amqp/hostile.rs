@@ -132,3 +132,45 @@ async fn hostile_dead_letters_are_parked_and_replay_without_stopping_the_relay()
     .await;
     assert_eq!(h.ready_count(&h.topology.last_resort()).await, 0);
 }
+
+/// `levels` JSON objects, each holding the next.
+fn nested_json(levels: usize) -> serde_json::Value {
+    let mut value = json!(true);
+    for _ in 0..levels {
+        value = json!({ "t": value });
+    }
+    value
+}
+
+#[tokio::test]
+async fn a_dead_letter_stored_with_deep_headers_by_an_earlier_version_reads_and_discards() {
+    let h = Harness::start().await;
+    // As an earlier version parked it: its headers as deep as the publisher sent them.
+    let mut letter = order_service::amqp::parked::dead_letter_of(
+        "payment.succeeded",
+        &lapin::BasicProperties::default(),
+        b"not an envelope",
+        20,
+    );
+    letter.headers = nested_json(200);
+    letter.properties = json!({ "headers": nested_json(200) });
+    let id = h.app.park(&letter).await.expect("park");
+
+    let (status, list) = h.rest_get("/v1/dead-letters").await;
+    assert_eq!(status, 200, "{list}");
+    assert!(
+        list["items"][0]["headers"]["x-original-headers-dropped"].is_u64(),
+        "{list}"
+    );
+    let (status, one) = h.rest_get(&format!("/v1/dead-letters/{id}")).await;
+    assert_eq!(status, 200, "{one}");
+    let (status, discarded) = h
+        .rest_post(
+            &format!("/v1/dead-letters/{id}/discard"),
+            "discard-1",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200, "{discarded}");
+    assert_eq!(discarded["status"], "discarded");
+}
