@@ -70,6 +70,7 @@ impl Service {
                 &config.amqp,
                 readiness.register("parker"),
             )
+            .with_max_message_bytes(config.limits.amqp_max_message_bytes)
         });
         let state = ApiState {
             app: app.clone(),

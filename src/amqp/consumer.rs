@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 use lapin::message::Delivery;
-use lapin::options::{BasicCancelOptions, ConfirmSelectOptions};
+use lapin::options::{BasicCancelOptions, BasicRejectOptions, ConfirmSelectOptions};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -157,12 +157,18 @@ impl Consumer {
                         None => break Err(AmqpError::ConsumerCancelled),
                     };
                     let (batch, end) = collect(first, &mut deliveries, &self.config).await;
-                    // In the order the channel numbered them, before any of them can be settled.
-                    for delivery in &batch {
-                        worker.acks.received(delivery.delivery_tag).await;
+                    let batch = match refuse_oversized(batch, self.max_message_bytes).await {
+                        Ok(batch) => batch,
+                        Err(error) => break Err(error.into()),
+                    };
+                    if !batch.is_empty() {
+                        // In the order the channel numbered them, before any can be settled.
+                        for delivery in &batch {
+                            worker.acks.received(delivery.delivery_tag).await;
+                        }
+                        let worker = worker.clone();
+                        in_flight.spawn(async move { worker.handle(batch).await });
                     }
-                    let worker = worker.clone();
-                    in_flight.spawn(async move { worker.handle(batch).await });
                     if let Some(end) = end {
                         break end;
                     }
@@ -183,6 +189,33 @@ impl Consumer {
         let _ = connection.close(200, "bye".into()).await;
         ended
     }
+}
+
+/// `batch` without its deliveries larger than `max_message_bytes`, which are rejected at once
+/// without requeueing: the broker dead-letters them itself (the parker names why), so their
+/// bodies are neither parsed nor copied nor held a moment longer (docs/hostile-input.md#memory).
+async fn refuse_oversized(
+    batch: Vec<Delivery>,
+    max_message_bytes: usize,
+) -> Result<Vec<Delivery>, lapin::Error> {
+    let mut kept = Vec::with_capacity(batch.len());
+    for delivery in batch {
+        if delivery.data.len() <= max_message_bytes {
+            kept.push(delivery);
+            continue;
+        }
+        tracing::warn!(
+            bytes = delivery.data.len(),
+            limit = max_message_bytes,
+            "refusing an oversized message unread; the broker dead-letters it"
+        );
+        metrics::counter!("amqp_messages_total", "type" => "unparsable", "outcome" => "refused_oversized")
+            .increment(1);
+        delivery
+            .reject(BasicRejectOptions { requeue: false })
+            .await?;
+    }
+    Ok(kept)
 }
 
 /// A batch: `first` and the deliveries that follow it, up to `AMQP_BATCH_SIZE`, waiting at most

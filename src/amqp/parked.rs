@@ -52,6 +52,13 @@ pub fn dead_letter_of(
     }
 }
 
+/// Why a dead letter of `bytes`, over the consumer's `limit`, died: the consumer rejected it
+/// unread, and the broker dead-lettered it (with an `x-death` that says only "rejected").
+pub fn refused_unread(bytes: usize, limit: usize) -> String {
+    let poison = super::envelope::Poison::TooLarge { bytes, limit };
+    ReasonClass::Poison.reason(&format!("{poison}; refused unread"))
+}
+
 /// Why it died: the service's `x-error-reason`, unless the broker gave up on it after the
 /// service's last word (its newest `x-death` is a delivery limit, a rejection or a full queue; the
 /// service's retry path only ever adds `expired` deaths, in its delay queues). Without either, a

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{AmqpError, Backoff, Nodes, consume, reconnecting};
-use super::parked::dead_letter_of;
+use super::parked::{dead_letter_of, refused_unread};
 use super::topology::Topology;
 use crate::app::App;
 use crate::config::{AmqpConfig, AmqpEndpoints};
@@ -25,8 +25,9 @@ use crate::health::Signal;
 use crate::telemetry::{error_chain, escaped};
 
 /// Dead letters held unacknowledged at once. Small: a dead letter may be as large as the broker
-/// allows a message to be.
-const PREFETCH: u16 = 8;
+/// allows a message to be, and the parker takes one at a time anyway
+/// (docs/hostile-input.md#memory).
+const PREFETCH: u16 = 1;
 /// How often the gauge is refreshed when nothing is parked meanwhile.
 const GAUGE_REFRESH: Duration = Duration::from_secs(15);
 /// How soon after parking the gauge is refreshed: a flood of dead letters costs at most one count
@@ -38,6 +39,7 @@ pub struct Parker {
     nodes: Nodes,
     topology: Arc<Topology>,
     ready: Signal,
+    max_message_bytes: usize,
 }
 
 impl Parker {
@@ -47,7 +49,15 @@ impl Parker {
             nodes: Nodes::new(endpoints),
             topology: Arc::new(Topology::from_config(config)),
             ready,
+            max_message_bytes: crate::config::DEFAULT_AMQP_MAX_MESSAGE_BYTES,
         }
+    }
+
+    /// The consumer's `AMQP_MAX_MESSAGE_BYTES`: a larger dead letter is one the consumer refused
+    /// unread, and its reason says so.
+    pub fn with_max_message_bytes(mut self, max_message_bytes: usize) -> Self {
+        self.max_message_bytes = max_message_bytes;
+        self
     }
 
     /// Parks until `shutdown`, reconnecting (and re-declaring its queue) after failures.
@@ -112,12 +122,15 @@ impl Parker {
         delivery: &Delivery,
         shutdown: &CancellationToken,
     ) -> Result<bool, AmqpError> {
-        let letter = dead_letter_of(
+        let mut letter = dead_letter_of(
             delivery.routing_key.as_str(),
             &delivery.properties,
             &delivery.data,
             self.topology.delivery_limit,
         );
+        if delivery.data.len() > self.max_message_bytes {
+            letter.reason = refused_unread(delivery.data.len(), self.max_message_bytes);
+        }
         let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
         loop {
             match self.app.park(&letter).await {

@@ -29,9 +29,19 @@ pub struct NewDeadLetter {
     pub headers: serde_json::Value,
 }
 
+/// A body larger than this is parked on a connection that is closed afterwards: a connection
+/// keeps, for its whole life, a write buffer as large as the largest statement it sent, and a
+/// burst of large dead letters would otherwise stay resident in every pooled connection
+/// (docs/hostile-input.md#memory).
+const LARGE_BODY_BYTES: usize = 1024 * 1024;
+
 /// Parks `letter`: a new row, or — the same message dead-lettered again — its row with `times` + 1,
 /// the latest reason and copy, `parked` again. Returns the row's id.
 pub async fn park(pool: &PgPool, letter: &NewDeadLetter) -> Result<DeadLetterId, StoreError> {
+    let mut connection = pool.acquire().await?;
+    if letter.body.len() > LARGE_BODY_BYTES {
+        connection.close_on_drop();
+    }
     let id: Uuid = sqlx::query_scalar(
         "INSERT INTO dead_letters (id, identity, message_id, event_id, event_type, routing_key, \
          reason, reason_class, body, properties, headers) \
@@ -55,7 +65,7 @@ pub async fn park(pool: &PgPool, letter: &NewDeadLetter) -> Result<DeadLetterId,
     .bind(&letter.body)
     .bind(&letter.properties)
     .bind(&letter.headers)
-    .fetch_one(pool)
+    .fetch_one(&mut *connection)
     .await?;
     Ok(DeadLetterId::from_uuid(id))
 }
