@@ -15,6 +15,7 @@ mod endpoints;
 mod helpers;
 mod refunds;
 mod relay;
+mod relay_faults;
 mod republish;
 mod trace_export;
 mod trace_propagation;

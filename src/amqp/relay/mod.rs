@@ -1,7 +1,8 @@
 //! The outbox relay: publishes committed events to the outbound exchange, in order, and marks
 //! each row published only after the broker confirmed it. At-least-once: a relay that dies
 //! between the confirm and the mark leaves rows another relay publishes again, under the same
-//! `message_id`.
+//! `message_id`. A row it cannot publish is set aside with its reason, and the rows after it go
+//! on (README "Rows the relay sets aside").
 //!
 //! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
 //! which keeps each order's events in version order. A raw row (a replayed dead letter) is
@@ -13,37 +14,32 @@
 //! context stored with it, and carries that span's context as its `traceparent`, so its consumers
 //! continue the trace of its cause (a replay's: the operator's request).
 //!
-//! (Over 300 lines because one relay session is one loop, read best in one place: claim, publish
-//! both kinds of row, await the confirms, mark, prune and report the backlog. Publishing one row
-//! is the part to move out if it grows.)
+//! Here the session loop; a batch's life in `batch`, the message a row becomes in `message`.
 
-use std::borrow::Cow;
+mod batch;
+mod message;
+
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
-use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
-use lapin::types::{FieldTable, ShortString};
-use lapin::{BasicProperties, Channel, Event};
+use lapin::Event;
+use lapin::options::ConfirmSelectOptions;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 
+use self::batch::{BatchError, Target, publish_batch};
 use super::connection::{AmqpError, Backoff, Nodes, reconnecting};
-use super::trace_headers;
 use crate::app::RelayWakeup;
 use crate::config::{AmqpEndpoints, RelayConfig};
 use crate::health::Signal;
 use crate::store::StoreError;
-use crate::store::outbox::{self, NOTIFY_CHANNEL, PendingEvent, PendingMessage};
-use crate::telemetry::{TraceContext, continue_trace};
+use crate::store::outbox::{self, NOTIFY_CHANNEL};
+use crate::telemetry::error_chain;
 
 /// Rows deleted per pruning statement, to keep each delete short.
 const PRUNE_BATCH: i64 = 1_000;
-
-/// How long a batch may take to be published and confirmed before the relay gives up on the
-/// connection (the rows stay unpublished and go again after the reconnect).
-const BATCH_DEADLINE: Duration = Duration::from_secs(30);
 
 pub struct Relay {
     pool: PgPool,
@@ -53,21 +49,6 @@ pub struct Relay {
     ready: Signal,
     /// This process's commits of events.
     wakeup: Option<RelayWakeup>,
-}
-
-/// Why a batch stopped.
-#[derive(Debug, thiserror::Error)]
-enum BatchError {
-    #[error(transparent)]
-    Broker(#[from] AmqpError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl From<lapin::Error> for BatchError {
-    fn from(error: lapin::Error) -> Self {
-        BatchError::Broker(error.into())
-    }
 }
 
 impl Relay {
@@ -131,9 +112,14 @@ impl Relay {
             if !channel.status().connected() {
                 break Err(AmqpError::Disconnected);
             }
-            let wait = match self.publish_batch(&channel, &mut declared).await {
+            let target = Target {
+                channel: &channel,
+                exchange: &self.exchange,
+                declared: &mut declared,
+            };
+            let wait = match publish_batch(&self.pool, self.config.batch_size, target).await {
                 // A full batch: more are probably waiting.
-                Ok(published) if published >= self.config.batch_size as usize => continue,
+                Ok(claimed) if claimed >= self.config.batch_size as usize => continue,
                 Ok(_) => {
                     db_backoff.reset();
                     self.housekeeping(&mut next_prune).await;
@@ -143,7 +129,12 @@ impl Relay {
                 Err(BatchError::Store(error)) => {
                     metrics::counter!("outbox_relay_failures_total").increment(1);
                     let delay = db_backoff.next_delay();
-                    tracing::warn!(%error, retry_in = ?delay, "outbox relay cannot reach postgres");
+                    let cause = error_chain(&error);
+                    if matches!(error, StoreError::Unavailable(_)) {
+                        tracing::warn!(error = %cause, retry_in = ?delay, "outbox relay cannot reach postgres");
+                    } else {
+                        tracing::error!(error = %cause, retry_in = ?delay, "outbox relay cannot claim or mark its batch");
+                    }
                     listener = None;
                     delay
                 }
@@ -173,80 +164,13 @@ impl Relay {
         Some(listener)
     }
 
-    /// Publishes the oldest unpublished events; returns how many were confirmed and marked.
-    /// Stops at the first event the broker does not confirm, so nothing after it is marked out of
-    /// order; the rest go again in the next batch.
-    async fn publish_batch(
-        &self,
-        channel: &Channel,
-        declared: &mut HashSet<String>,
-    ) -> Result<usize, BatchError> {
-        let Some(batch) = outbox::claim_batch(&self.pool, self.config.batch_size).await? else {
-            return Ok(0);
-        };
-        let events = &batch.events;
-        // A broker that blocks publishers (a memory or disk alarm) must not hold the lease, and
-        // with it every instance's relay, forever: past the deadline the batch ends as a failure.
-        let deadline = tokio::time::Instant::now() + BATCH_DEADLINE;
-        let mut pending = Vec::with_capacity(events.len());
-        // Each event's span lasts until the batch is confirmed.
-        let mut spans = Vec::with_capacity(events.len());
-        for event in events {
-            // A raw message's exchange (the inbound one) is declared as the topology declares it,
-            // so a replay never meets a missing exchange (which would close the channel).
-            if let PendingMessage::Raw { exchange, .. } = &event.message
-                && declared.insert(exchange.clone())
-            {
-                super::topology::declare_topic(channel, exchange).await?;
-            }
-            let (span, trace) = publish_span(event);
-            let published =
-                tokio::time::timeout_at(deadline, publish(channel, &self.exchange, event, &trace))
-                    .await
-                    .map_err(|_| AmqpError::Timeout)??;
-            pending.push(published);
-            spans.push(span);
-        }
-        let mut confirmed = Vec::with_capacity(events.len());
-        let mut failure = None;
-        for (event, confirm) in events.iter().zip(pending) {
-            let Ok(confirm) = tokio::time::timeout_at(deadline, confirm).await else {
-                failure = Some(AmqpError::Timeout);
-                break;
-            };
-            match confirm {
-                Ok(confirmation) if confirmation.is_ack() => {
-                    confirmed.push(event.id);
-                    let latency = (chrono::Utc::now() - event.created_at)
-                        .to_std()
-                        .unwrap_or_default();
-                    metrics::histogram!("outbox_publish_latency_seconds")
-                        .record(latency.as_secs_f64());
-                }
-                Ok(_) => {
-                    failure = Some(AmqpError::Nacked);
-                    break;
-                }
-                Err(error) => {
-                    failure = Some(error.into());
-                    break;
-                }
-            }
-        }
-        batch.finish(&confirmed).await?;
-        metrics::counter!("outbox_published_total").increment(confirmed.len() as u64);
-        match failure {
-            Some(error) => Err(error.into()),
-            None => Ok(confirmed.len()),
-        }
-    }
-
-    /// Between batches: refresh the backlog gauge; prune when due.
+    /// Between batches: refresh the outbox gauges; prune when due.
     async fn housekeeping(&self, next_prune: &mut Instant) {
         if let Ok(backlog) = outbox::backlog(&self.pool).await {
             metrics::gauge!("outbox_backlog").set(backlog.events as f64);
             metrics::gauge!("outbox_oldest_unpublished_age_seconds")
                 .set(backlog.oldest_age_seconds);
+            metrics::gauge!("outbox_set_aside").set(backlog.set_aside as f64);
         }
         if Instant::now() < *next_prune {
             return;
@@ -270,82 +194,6 @@ pub async fn prune(pool: &PgPool, retention: Duration) -> Result<u64, StoreError
             return Ok(total);
         }
     }
-}
-
-/// The span publishing `event`, under the trace context stored with it (a row without one, from
-/// before the column, starts a trace), and that span's context, which the message carries.
-fn publish_span(event: &PendingEvent) -> (tracing::Span, TraceContext) {
-    let event_type = match &event.message {
-        PendingMessage::Event { event_type, .. } => event_type,
-        PendingMessage::Raw { routing_key, .. } => routing_key,
-    };
-    let span = tracing::info_span!(
-        "publish",
-        event_id = %event.event_id,
-        event_type = %event_type,
-        trace_id = tracing::field::Empty,
-        span_id = tracing::field::Empty,
-    );
-    let cause =
-        TraceContext::from_headers(event.traceparent.as_deref(), event.tracestate.as_deref());
-    let trace = continue_trace(&span, cause.as_ref());
-    (span, trace)
-}
-
-async fn publish(
-    channel: &Channel,
-    exchange: &str,
-    event: &PendingEvent,
-    trace: &TraceContext,
-) -> lapin::Result<lapin::PublisherConfirm> {
-    let (exchange, routing_key, body, properties) = match &event.message {
-        PendingMessage::Event {
-            event_type,
-            payload,
-        } => {
-            let mut headers = FieldTable::default();
-            trace_headers::insert(&mut headers, trace);
-            let properties = BasicProperties::default()
-                .with_message_id(event.event_id.to_string().into())
-                .with_content_type("application/json".into())
-                .with_type(event_type.as_str().into())
-                .with_app_id("order-service".into())
-                .with_timestamp(u64::try_from(event.created_at.timestamp()).unwrap_or(0))
-                .with_delivery_mode(2)
-                .with_headers(headers);
-            (
-                exchange,
-                event_type.as_str(),
-                Cow::Owned(serde_json::to_vec(payload).unwrap_or_default()),
-                properties,
-            )
-        }
-        // A replayed dead letter: its own properties, under the replay's trace.
-        PendingMessage::Raw {
-            exchange,
-            routing_key,
-            body,
-            properties,
-        } => {
-            let properties = super::properties::decode(properties);
-            let headers = trace_headers::replaced(properties.headers().as_ref(), trace);
-            (
-                exchange.as_str(),
-                routing_key.as_str(),
-                Cow::Borrowed(body.as_slice()),
-                properties.with_headers(headers),
-            )
-        }
-    };
-    channel
-        .basic_publish(
-            ShortString::try_new(exchange).unwrap_or_default(),
-            ShortString::try_new(routing_key).unwrap_or_default(),
-            BasicPublishOptions::default(),
-            &body,
-            properties,
-        )
-        .await
 }
 
 /// Waits for this process to commit events; without a wake-up, never returns.
