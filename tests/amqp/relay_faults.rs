@@ -1,6 +1,8 @@
-//! What the outbox relay cannot publish (README "Rows the relay sets aside"): a row it cannot
-//! decode, a routing key AMQP cannot carry or a replay the broker returns as unroutable is set
-//! aside with its reason and counted, and the rows after it are published.
+//! What the outbox relay cannot publish, and a relay that cannot publish (README "Rows the relay
+//! sets aside"): a row it cannot decode, a routing key AMQP cannot carry or a replay the broker
+//! returns as unroutable is set aside with its reason and counted, and the rows after it are
+//! published; a relay that publishes nothing while events wait shows it in the lag gauges and in
+//! readiness, which names it.
 
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -158,4 +160,48 @@ async fn a_replay_the_broker_returns_as_unroutable_is_set_aside_and_the_rows_aro
     })
     .await;
     assert_eq!(h.ready_count(&h.topology.inbox).await, 1, "{routable}");
+}
+
+#[tokio::test]
+async fn while_the_relay_cannot_mark_what_it_published_the_lag_shows_and_readiness_names_it() {
+    let h = Harness::start().await;
+    // Every mark fails (as a full disk or a broken constraint would): the relay publishes, then
+    // cannot record it, and tries again.
+    sqlx::raw_sql(
+        "CREATE FUNCTION test_refuse_marks() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN RAISE EXCEPTION 'the test refuses every mark'; END $$; \
+         CREATE TRIGGER test_refuse_marks BEFORE UPDATE ON outbox \
+         FOR EACH ROW EXECUTE FUNCTION test_refuse_marks();",
+    )
+    .execute(&h.db.pool)
+    .await
+    .expect("a trigger refusing marks");
+    let service = h.start_service(&[("OUTBOX_STALLED_AFTER_SECS", "1")], None);
+    service.wait_ready().await;
+
+    place(&h).await;
+
+    eventually("the lag gauges to show the waiting event", WAIT, || async {
+        let metrics = scrape(service.http_port).await?;
+        let age = series(&metrics, "outbox_oldest_unpublished_age_seconds")?;
+        (age > 0.0 && series(&metrics, "outbox_backlog") == Some(1.0)).then_some(())
+    })
+    .await;
+    let detail = eventually("readiness to name the relay", WAIT, || async {
+        let (status, body) = http::get(service.http_port, "/health/ready").await.ok()?;
+        (status == 503).then_some(body)
+    })
+    .await;
+    let problem: Value = serde_json::from_str(&detail).expect("a problem");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("relay"),
+        "{problem}"
+    );
+
+    sqlx::raw_sql("DROP TRIGGER test_refuse_marks ON outbox")
+        .execute(&h.db.pool)
+        .await
+        .expect("drop the trigger");
+    service.wait_ready().await;
+    assert_eq!(outbox::backlog(&h.db.pool).await.unwrap().events, 0);
 }

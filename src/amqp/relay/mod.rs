@@ -14,10 +14,12 @@
 //! context stored with it, and carries that span's context as its `traceparent`, so its consumers
 //! continue the trace of its cause (a replay's: the operator's request).
 //!
-//! Here the session loop; a batch's life in `batch`, the message a row becomes in `message`.
+//! Here the session loop; a batch's life in `batch`, the message a row becomes in `message`, and
+//! in `watch` what runs beside the sessions: the backlog gauges and whether the relay is stalled.
 
 mod batch;
 mod message;
+mod watch;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -30,6 +32,7 @@ use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 
 use self::batch::{BatchError, Target, publish_batch};
+use self::watch::{Progress, watch};
 use super::connection::{AmqpError, Backoff, Nodes, reconnecting};
 use crate::app::RelayWakeup;
 use crate::config::{AmqpEndpoints, RelayConfig};
@@ -49,6 +52,7 @@ pub struct Relay {
     ready: Signal,
     /// This process's commits of events.
     wakeup: Option<RelayWakeup>,
+    progress: Progress,
 }
 
 impl Relay {
@@ -66,6 +70,7 @@ impl Relay {
             config,
             ready,
             wakeup: None,
+            progress: Progress::new(),
         }
     }
 
@@ -76,16 +81,24 @@ impl Relay {
         self
     }
 
-    /// Publishes until `shutdown`, reconnecting to the broker with backoff after failures.
+    /// Publishes until `shutdown`, reconnecting to the broker with backoff after failures, and
+    /// meanwhile watches the backlog (`watch`).
     pub async fn run(self, shutdown: CancellationToken) {
-        reconnecting("outbox relay", "relay", &self.ready, &shutdown, || async {
+        let publishing = reconnecting("outbox relay", "relay", &self.ready, &shutdown, || async {
             let ended = self.session(&shutdown).await;
             if ended.is_err() {
                 metrics::counter!("outbox_relay_failures_total").increment(1);
             }
             ended
-        })
-        .await;
+        });
+        let watching = watch(
+            &self.pool,
+            &self.config,
+            &self.ready,
+            &self.progress,
+            &shutdown,
+        );
+        tokio::join!(publishing, watching);
     }
 
     async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
@@ -117,7 +130,12 @@ impl Relay {
                 exchange: &self.exchange,
                 declared: &mut declared,
             };
-            let wait = match publish_batch(&self.pool, self.config.batch_size, target).await {
+            let batch = publish_batch(&self.pool, self.config.batch_size, target).await;
+            if batch.is_ok() {
+                self.progress.made();
+                self.ready.set_stalled(false);
+            }
+            let wait = match batch {
                 // A full batch: more are probably waiting.
                 Ok(claimed) if claimed >= self.config.batch_size as usize => continue,
                 Ok(_) => {
@@ -164,14 +182,8 @@ impl Relay {
         Some(listener)
     }
 
-    /// Between batches: refresh the outbox gauges; prune when due.
+    /// Between batches: prune when due.
     async fn housekeeping(&self, next_prune: &mut Instant) {
-        if let Ok(backlog) = outbox::backlog(&self.pool).await {
-            metrics::gauge!("outbox_backlog").set(backlog.events as f64);
-            metrics::gauge!("outbox_oldest_unpublished_age_seconds")
-                .set(backlog.oldest_age_seconds);
-            metrics::gauge!("outbox_set_aside").set(backlog.set_aside as f64);
-        }
         if Instant::now() < *next_prune {
             return;
         }
