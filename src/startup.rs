@@ -11,11 +11,13 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::amqp::envelope::INBOUND_TYPES;
 use crate::amqp::{Consumer, Parker, Relay};
 
 use crate::app::App;
 use crate::auth::{self, AuthMode};
 use crate::config::Config;
+use crate::domain::ReplayRoutes;
 use crate::health::Readiness;
 use crate::http::{self, ApiState, ConnectionLimits, HttpSettings, OpenPaths};
 use crate::{expiry, store, telemetry};
@@ -42,7 +44,11 @@ impl Service {
             .context("DATABASE_URL is not a valid Postgres URL")?;
         wait_for_database(&options, shutdown).await?;
         let pool = store::pool(options, config.db_max_connections);
-        let app = App::new(pool.clone()).replaying_to(&config.amqp.inbound_exchange);
+        // Replays go where the topology binds the inbox: every inbound type.
+        let app = App::new(pool.clone()).replaying_to(
+            &config.amqp.inbound_exchange,
+            ReplayRoutes::new(INBOUND_TYPES),
+        );
         let readiness = Readiness::default();
         let consumer = config.amqp.enabled.then(|| {
             Consumer::new(

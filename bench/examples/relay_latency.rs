@@ -94,6 +94,7 @@ async fn main() -> anyhow::Result<()> {
         retention_hours: config::DEFAULT_OUTBOX_RETENTION_HOURS,
         // Nothing to prune in a short run.
         prune_interval_secs: 3_600,
+        stalled_after_secs: config::DEFAULT_OUTBOX_STALLED_AFTER_SECS,
     };
     let shutdown = CancellationToken::new();
     let relay = Relay::new(

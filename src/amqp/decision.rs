@@ -47,7 +47,8 @@ pub fn decide<T>(result: &Result<Outcome<T>, AppError>) -> Disposition {
             e @ (AppError::KeyReused
             | AppError::PreconditionFailed { .. }
             | AppError::DeadLetterNotFound(_)
-            | AppError::NotParked { .. }),
+            | AppError::NotParked { .. }
+            | AppError::Unreplayable { .. }),
         ) => dead(e.to_string()),
         Err(AppError::Busy) => Disposition::Wait {
             reason: "the order is locked by a concurrent transaction".into(),

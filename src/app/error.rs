@@ -1,7 +1,9 @@
 //! What a command or query can fail with. Each door maps these exhaustively, once; the causes of
 //! the unexpected ones travel as `#[source]` so the door logs the whole chain.
 
-use crate::domain::{DeadLetterId, DeadLetterStatus, DomainError, OrderId, OrderStatus, Version};
+use crate::domain::{
+    DeadLetterId, DeadLetterStatus, DomainError, OrderId, OrderStatus, Unreplayable, Version,
+};
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -15,6 +17,13 @@ pub enum AppError {
     NotParked {
         id: DeadLetterId,
         status: DeadLetterStatus,
+    },
+    /// A replay would lose or misroute this dead letter: the inbox is not bound to its routing key
+    /// (domain::ReplayRoutes). It stays parked.
+    #[error("dead letter {id} cannot be replayed: {reason}")]
+    Unreplayable {
+        id: DeadLetterId,
+        reason: Unreplayable,
     },
     /// The domain refused the command; the order's current status and version explain why.
     #[error("{reason}")]

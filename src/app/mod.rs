@@ -51,6 +51,7 @@ pub use request::{Effect, Request};
 pub use wakeup::{NOTIFY_EVERY, RelayWakeup};
 
 use crate::config::DEFAULT_INBOUND_EXCHANGE;
+use crate::domain::ReplayRoutes;
 use crate::store;
 
 /// How long readiness waits for Postgres to answer.
@@ -60,19 +61,23 @@ const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 pub struct App {
     pool: PgPool,
-    /// Where a replayed dead letter goes: the inbound exchange (`AMQP_INBOUND_EXCHANGE`).
+    /// Where a replayed dead letter goes: the inbound exchange (`AMQP_INBOUND_EXCHANGE`)...
     replay_exchange: Arc<str>,
+    /// ...under one of the routing keys its inbox is bound to.
+    replay_routes: ReplayRoutes,
     /// Woken after every change: the outbox relays.
     wakeup: RelayWakeup,
 }
 
 impl App {
-    /// The application over `pool`, replaying dead letters to the default inbound exchange.
+    /// The application over `pool`. It replays no dead letter (refusing each) until
+    /// [`App::replaying_to`] says where replays go.
     pub fn new(pool: PgPool) -> Self {
         Self {
             wakeup: RelayWakeup::new(pool.clone()),
             pool,
             replay_exchange: DEFAULT_INBOUND_EXCHANGE.into(),
+            replay_routes: ReplayRoutes::NONE,
         }
     }
 
@@ -81,9 +86,12 @@ impl App {
         self.wakeup.clone()
     }
 
-    /// Replayed dead letters go to `exchange` (the configured inbound exchange).
-    pub fn replaying_to(mut self, exchange: &str) -> Self {
+    /// Replayed dead letters go to `exchange` (the configured inbound exchange), under one of
+    /// `routes` (the routing keys its inbox is bound to: `amqp::envelope::INBOUND_TYPES`); a dead
+    /// letter with another routing key is not replayed.
+    pub fn replaying_to(mut self, exchange: &str, routes: ReplayRoutes) -> Self {
         self.replay_exchange = exchange.into();
+        self.replay_routes = routes;
         self
     }
 

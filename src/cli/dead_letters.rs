@@ -10,13 +10,14 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::output::{acted, details, list_table, replay_note, to_json};
+use crate::amqp::envelope::INBOUND_TYPES;
 use crate::app::App;
 use crate::app::dead_letters::views::{BulkReplayView, DeadLetterList, DeadLetterView};
 use crate::app::dead_letters::{DeadLetterFilter, DeadLetterPageRequest};
 use crate::config::Config;
 use crate::domain::{
-    Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, IdempotencyKey, reason_filter,
-    type_filter,
+    Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, IdempotencyKey, ReplayRoutes,
+    reason_filter, type_filter,
 };
 use crate::http::{cursor, fingerprint};
 use crate::store;
@@ -94,7 +95,10 @@ impl From<Status> for DeadLetterStatus {
 /// Runs the subcommand against the configured database; what it prints goes to stdout.
 pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
     let options = store::connect_options(&config.database_url, config.lock_timeout())?;
-    let app = App::new(store::pool(options, 2)).replaying_to(&config.amqp.inbound_exchange);
+    let app = App::new(store::pool(options, 2)).replaying_to(
+        &config.amqp.inbound_exchange,
+        ReplayRoutes::new(INBOUND_TYPES),
+    );
     let trace = TraceContext::start();
     let json = args.json;
     match args.command {
@@ -180,9 +184,7 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
             };
             let cause = cause(key, "/v1/dead-letters/replay", &Value::Object(body));
             let outcome = app.replay_dead_letters(filter, &cause, &trace).await?;
-            let view = BulkReplayView {
-                replayed: *outcome.value(),
-            };
+            let view = BulkReplayView::from(*outcome.value());
             if json {
                 print!("{}", to_json(&view)?);
             } else {
@@ -191,6 +193,12 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
                     view.replayed,
                     replay_note(&outcome)
                 );
+                if view.skipped > 0 {
+                    println!(
+                        "skipped {} whose routing key the inbox is not bound to (they stay parked)",
+                        view.skipped
+                    );
+                }
             }
         }
         DeadLettersCommand::Discard {

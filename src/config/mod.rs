@@ -78,6 +78,8 @@ pub const DEFAULT_OUTBOX_BATCH_SIZE: u32 = 256;
 pub const DEFAULT_OUTBOX_POLL_MS: u64 = 1_000;
 pub const DEFAULT_OUTBOX_RETENTION_HOURS: u64 = 7 * 24;
 pub const DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS: u64 = 60;
+/// How long a relay may go without a successful batch while events wait before readiness names it.
+pub const DEFAULT_OUTBOX_STALLED_AFTER_SECS: u64 = 60;
 /// 0: unpaid orders never expire.
 pub const DEFAULT_ORDER_PAYMENT_TIMEOUT_SECS: u64 = 0;
 pub const DEFAULT_ORDER_EXPIRY_SWEEP_SECS: u64 = 30;

@@ -6,10 +6,10 @@ use clap::Args;
 
 use super::{
     DEFAULT_OUTBOX_BATCH_SIZE, DEFAULT_OUTBOX_POLL_MS, DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS,
-    DEFAULT_OUTBOX_RETENTION_HOURS,
+    DEFAULT_OUTBOX_RETENTION_HOURS, DEFAULT_OUTBOX_STALLED_AFTER_SECS,
 };
 
-/// The outbox relay: batching, wake-up fallback and retention.
+/// The outbox relay: batching, wake-up fallback, retention, and when it counts as stalled.
 #[derive(Debug, Clone, Args)]
 pub struct RelayConfig {
     /// Outbox rows published (and confirmed) per batch.
@@ -27,6 +27,10 @@ pub struct RelayConfig {
     /// How often the relay prunes (seconds).
     #[arg(long = "outbox-prune-interval-secs", global = true, env = "OUTBOX_PRUNE_INTERVAL_SECS", default_value_t = DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS)]
     pub prune_interval_secs: u64,
+
+    /// A relay without a successful batch this long while events wait is not ready (seconds).
+    #[arg(long = "outbox-stalled-after-secs", global = true, env = "OUTBOX_STALLED_AFTER_SECS", default_value_t = DEFAULT_OUTBOX_STALLED_AFTER_SECS)]
+    pub stalled_after_secs: u64,
 }
 
 impl RelayConfig {
@@ -40,5 +44,9 @@ impl RelayConfig {
 
     pub fn prune_interval(&self) -> Duration {
         Duration::from_secs(self.prune_interval_secs)
+    }
+
+    pub fn stalled_after(&self) -> Duration {
+        Duration::from_secs(self.stalled_after_secs)
     }
 }

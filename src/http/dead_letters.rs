@@ -11,7 +11,9 @@ use utoipa_axum::routes;
 use super::cursor;
 use super::dead_letter_requests::{ActionRequest, BulkReplayRequest, DeadLetterListParams};
 use super::extract::{Caller, IdPath, ListQuery, Mutation};
-use super::openapi_parts::{CommandHeaders, CommandProblems, DeadLetterActed, DeadLetterIdPath};
+use super::openapi_parts::{
+    CommandHeaders, CommandProblems, DeadLetterActed, DeadLetterIdPath, DeadLetterReplayed,
+};
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
@@ -105,15 +107,18 @@ pub async fn get_dead_letter(
 ///
 /// Sends its original body and properties (without the bookkeeping headers) back to the inbound
 /// exchange with its original routing key, through the outbox, and marks it `replayed`. Only a
-/// parked dead letter can be replayed (409 otherwise, with its `current_status`): one that comes
-/// back is parked again and can be replayed again. The body is `{}`.
+/// parked dead letter can be replayed (409 `dead-letter-not-parked` otherwise, with its
+/// `current_status`): one that comes back is parked again and can be replayed again. Only one
+/// whose routing key the inbox is bound to (an inbound event type) can be replayed: under another
+/// key it would be lost or misrouted, so it is refused with 409 `dead-letter-not-replayable` and
+/// stays parked. The body is `{}`.
 #[utoipa::path(
     post,
     path = "/v1/dead-letters/{id}/replay",
     tag = "dead-letters",
     params(DeadLetterIdPath, CommandHeaders),
     request_body = ActionRequest,
-    responses(DeadLetterActed, CommandProblems)
+    responses(DeadLetterReplayed, CommandProblems)
 )]
 pub async fn replay_dead_letter(
     state: State<ApiState>,
@@ -170,6 +175,8 @@ async fn act(
 ///
 /// Takes the parked dead letters matching all filters given (`ids`, `reason` substring, `type`;
 /// none given: all), oldest first, **at most 1000 per call**: call again while `replayed` is 1000.
+/// Those whose routing key the inbox is not bound to are skipped and stay parked: `skipped` counts
+/// them (a single replay of one is refused with 409 `dead-letter-not-replayable`).
 #[utoipa::path(
     post,
     path = "/v1/dead-letters/replay",
@@ -177,7 +184,7 @@ async fn act(
     params(CommandHeaders),
     request_body = BulkReplayRequest,
     responses(
-        (status = 200, description = "How many were replayed (or replayed before under this key: see `Idempotent-Replayed`)", body = BulkReplayView,
+        (status = 200, description = "How many were replayed (or replayed before under this key: see `Idempotent-Replayed`), and how many matched but cannot be replayed", body = BulkReplayView,
             headers(("Idempotent-Replayed" = String, description = "`true` when nothing new was done"))),
         (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "A request with this key, or one holding these dead letters, is in flight", body = Problem, content_type = "application/problem+json"),
@@ -198,10 +205,6 @@ pub async fn replay_dead_letters(
         .app
         .replay_dead_letters(filter, &cause, &request.trace)
         .await?;
-    let replayed = *outcome.value();
-    Ok(respond::outcome(
-        StatusCode::OK,
-        &outcome,
-        BulkReplayView { replayed },
-    ))
+    let view = BulkReplayView::from(*outcome.value());
+    Ok(respond::outcome(StatusCode::OK, &outcome, view))
 }

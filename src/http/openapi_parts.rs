@@ -114,3 +114,20 @@ pub enum DeadLetterActed {
     #[response(status = 409, content_type = "application/problem+json")]
     NotParked(Problem),
 }
+
+/// The answers of a replay of one dead letter besides the [`CommandProblems`].
+#[derive(IntoResponses)]
+pub enum DeadLetterReplayed {
+    /// The dead letter, now `replayed` (or replayed before under this key: see
+    /// `Idempotent-Replayed`)
+    #[response(
+        status = 200,
+        headers(("Idempotent-Replayed" = String, description = "`true` when nothing new was done"))
+    )]
+    Replayed(DeadLetterView),
+    /// Not parked (`dead-letter-not-parked`: already replayed or discarded); not replayable
+    /// (`dead-letter-not-replayable`: the inbox is bound to no such routing key, so the replay
+    /// would be lost or misrouted; it stays parked); or a request with this key is in flight
+    #[response(status = 409, content_type = "application/problem+json")]
+    Refused(Problem),
+}

@@ -37,11 +37,11 @@ pub async fn live() -> axum::Json<Health> {
     axum::Json(Health { status: "ok" })
 }
 
-/// Postgres (and RabbitMQ, when the AMQP side is on) are reachable.
+/// Postgres (and RabbitMQ, when the AMQP side is on) are reachable; no component is stalled.
 #[utoipa::path(get, path = "/health/ready", tag = "ops",
     responses(
         (status = 200, description = "Ready to serve", body = Health),
-        (status = 503, description = "A dependency is unreachable", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "A dependency is unreachable, or a component is stalled (`detail` names it)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn ready(State(state): State<ApiState>) -> Result<axum::Json<Health>, Problem> {
     let unavailable = |detail: &str| {
@@ -55,12 +55,9 @@ pub async fn ready(State(state): State<ApiState>) -> Result<axum::Json<Health>, 
     if !database_ready(&state).await {
         return Err(unavailable("postgres is unreachable"));
     }
-    let not_ready = state.readiness.not_ready();
-    if !not_ready.is_empty() {
-        return Err(unavailable(&format!(
-            "not connected to rabbitmq: {}",
-            not_ready.join(", ")
-        )));
+    let problems = state.readiness.problems();
+    if !problems.is_empty() {
+        return Err(unavailable(&format!("not ready: {}", problems.join(", "))));
     }
     Ok(axum::Json(Health { status: "ok" }))
 }

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use crate::app::AppError;
 use crate::app::dead_letters::views::DeadLetterStatusView;
 use crate::app::views::OrderStatusView;
-use crate::domain::{DomainError, OrderStatus, ValidationError, Version};
+use crate::domain::{DeadLetterStatus, DomainError, OrderStatus, ValidationError, Version};
 use crate::telemetry::{error_chain, escaped};
 
 const PROBLEM_JSON: &str = "application/problem+json";
@@ -150,6 +150,21 @@ impl From<AppError> for Problem {
                     format!("{error}: only a parked dead letter can be replayed or discarded"),
                 );
                 problem.current_status = Some(CurrentStatus::DeadLetter(status.into()));
+                problem
+            }
+            error @ AppError::Unreplayable { .. } => {
+                let mut problem = Problem::new(
+                    StatusCode::CONFLICT,
+                    "dead-letter-not-replayable",
+                    "Dead letter cannot be replayed",
+                    format!(
+                        "{error}: a replay goes to the inbound exchange under the routing key the \
+                         dead letter arrived with, and the inbox is bound only to the inbound \
+                         event types; discard it, or have its publisher send a corrected copy"
+                    ),
+                );
+                problem.current_status =
+                    Some(CurrentStatus::DeadLetter(DeadLetterStatus::Parked.into()));
                 problem
             }
             AppError::Refused {

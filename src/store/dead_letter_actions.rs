@@ -20,18 +20,27 @@ use super::{Guarded, StoreError, in_time, stored};
 use crate::domain::{DeadLetterAction, DeadLetterId, DeadLetterStatus, KeyScope, Source};
 use crate::telemetry::TraceContext;
 
-/// The request holding `scope`'s key, and the status of dead letter `id` (if one is named and
+/// What an action on one dead letter decides on: its status, and the routing key a replay would
+/// send it with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetState {
+    pub status: DeadLetterStatus,
+    pub routing_key: String,
+}
+
+/// The request holding `scope`'s key, and the state of dead letter `id` (if one is named and
 /// exists), read in one statement.
 pub async fn read(
     conn: &mut PgConnection,
     scope: KeyScope<'_>,
     id: Option<DeadLetterId>,
-) -> Result<(Option<Keyed>, Option<DeadLetterStatus>), StoreError> {
+) -> Result<(Option<Keyed>, Option<TargetState>), StoreError> {
     let (client, key) = bound(Some(scope));
     let row = sqlx::query(concat!(
         "WITH ",
         keyed_cte!(),
-        " SELECT keyed.*, dead_letters.status AS dead_letter_status \
+        " SELECT keyed.*, dead_letters.status AS dead_letter_status, \
+         dead_letters.routing_key AS dead_letter_routing_key \
          FROM (SELECT) AS one LEFT JOIN keyed ON true \
          LEFT JOIN dead_letters ON dead_letters.id = $3"
     ))
@@ -41,10 +50,15 @@ pub async fn read(
     .fetch_one(conn)
     .await?;
     let status: Option<String> = sqlx::Row::try_get(&row, "dead_letter_status")?;
-    Ok((
-        KeyedRow::from_row(&row)?.into_keyed()?,
-        status.map(|s| stored("status", &s)).transpose()?,
-    ))
+    let routing_key: Option<String> = sqlx::Row::try_get(&row, "dead_letter_routing_key")?;
+    let target = match (status, routing_key) {
+        (Some(status), Some(routing_key)) => Some(TargetState {
+            status: stored("status", &status)?,
+            routing_key,
+        }),
+        _ => None,
+    };
+    Ok((KeyedRow::from_row(&row)?.into_keyed()?, target))
 }
 
 /// The parked dead letters an action takes: the oldest `limit` that `filter` matches (its status
@@ -55,14 +69,17 @@ pub struct Targets<'a> {
     pub at_least: i64,
 }
 
-/// Where a replay sends its messages, and the trace they continue.
+/// Where a replay sends its messages, and the trace they continue. Only dead letters whose
+/// routing key is one of `routing_keys` are taken (domain::ReplayRoutes: the inbox's bindings).
 pub struct ReplayTo<'a> {
     pub exchange: &'a str,
+    pub routing_keys: &'a [&'a str],
     pub trace: &'a TraceContext,
 }
 
 /// Takes `action` on `targets` under `scope`'s key, with one statement: settles them, records the
-/// action and, for a replay, writes their outbox rows to `replay_to`, oldest first; it takes effect
+/// action and, for a replay, writes their outbox rows to `replay_to` (taking only those with one
+/// of its routing keys), oldest first; it takes effect
 /// only `within` the time its caller has left, as an order's change does. Returns the
 /// dead letters taken; [`Guarded::Lost`] when fewer than `at_least` were still parked, or when
 /// another request holds the key: nothing was written.
@@ -85,6 +102,7 @@ pub async fn act(
                AND ($4::uuid[] IS NULL OR id = ANY($4)) \
                AND ($5::text IS NULL OR reason ILIKE $5) \
                AND ($6::text IS NULL OR event_type = $6) \
+               AND ($16::text[] IS NULL OR routing_key = ANY($16)) \
              ORDER BY last_dead_lettered_at, id LIMIT $7 FOR UPDATE), \
          settled AS (\
              UPDATE dead_letters SET status = $3 \
@@ -120,6 +138,7 @@ pub async fn act(
     .bind(replay_to.map(|r| r.trace.traceparent()))
     .bind(replay_to.and_then(|r| r.trace.tracestate()))
     .bind(in_time(within))
+    .bind(replay_to.map(|r| r.routing_keys))
     .fetch_optional(conn)
     .await;
     match taken.map_err(StoreError::from) {
@@ -129,6 +148,29 @@ pub async fn act(
         Ok(None) | Err(StoreError::Contended(_)) => Ok(Guarded::Lost),
         Err(error) => Err(error),
     }
+}
+
+/// How many parked dead letters `filter` matches (its status aside) whose routing key is none of
+/// `routing_keys`: those a bulk replay leaves parked.
+pub async fn unreplayable(
+    conn: &mut PgConnection,
+    filter: &DeadLetterFilter,
+    routing_keys: &[&str],
+) -> Result<u64, StoreError> {
+    let count: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM dead_letters WHERE status = 'parked' \
+           AND ($1::uuid[] IS NULL OR id = ANY($1)) \
+           AND ($2::text IS NULL OR reason ILIKE $2) \
+           AND ($3::text IS NULL OR event_type = $3) \
+           AND routing_key <> ALL($4)",
+    )
+    .bind(filter.ids())
+    .bind(filter.reason_pattern())
+    .bind(filter.event_type())
+    .bind(routing_keys)
+    .fetch_one(conn)
+    .await?;
+    Ok(u64::try_from(count).unwrap_or(0))
 }
 
 /// An action as shown with a dead letter.

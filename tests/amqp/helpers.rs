@@ -21,10 +21,12 @@ use tower::ServiceExt;
 use uuid::Uuid;
 
 use order_service::amqp::consumer::Settled;
+use order_service::amqp::envelope::INBOUND_TYPES;
 use order_service::amqp::{Consumer, Parker, Relay, Topology, connect};
 use order_service::app::App;
 use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use order_service::config::{AmqpConfig, AmqpEndpoints, RelayConfig};
+use order_service::domain::ReplayRoutes;
 use order_service::health::{Readiness, Signal};
 
 use crate::common::{
@@ -62,7 +64,8 @@ impl Harness {
 
     pub async fn start_with(config: AmqpConfig) -> Self {
         let db = TestDb::create(DEFAULT_LOCK_TIMEOUT).await;
-        let app = App::new(db.pool.clone()).replaying_to(&config.inbound_exchange);
+        let app = App::new(db.pool.clone())
+            .replaying_to(&config.inbound_exchange, ReplayRoutes::new(INBOUND_TYPES));
         let topology = Topology::from_config(&config);
         let connection = connect(AMQP_URL, "order-service tests")
             .await
@@ -774,13 +777,15 @@ pub struct Published {
     pub body: Value,
 }
 
-/// Relay settings for tests: a short poll so fallbacks are quick; default retention.
+/// Relay settings for tests: a short poll so fallbacks are quick; default retention and stall
+/// bound.
 pub fn relay_config() -> RelayConfig {
     RelayConfig {
         batch_size: 256,
         poll_ms: 200,
         retention_hours: 168,
         prune_interval_secs: 3600,
+        stalled_after_secs: order_service::config::DEFAULT_OUTBOX_STALLED_AFTER_SECS,
     }
 }
 

@@ -16,6 +16,7 @@ mod helpers;
 mod hostile;
 mod refunds;
 mod relay;
+mod relay_faults;
 mod republish;
 mod trace_export;
 mod trace_propagation;

@@ -348,7 +348,8 @@ async fn the_backlog_reports_how_long_the_oldest_unpublished_event_has_waited() 
         outbox::backlog(&h.db.pool).await.unwrap(),
         outbox::Backlog {
             events: 0,
-            oldest_age_seconds: 0.0
+            oldest_age_seconds: 0.0,
+            set_aside: 0,
         }
     );
     place(&h.app, 1000).await;

@@ -158,7 +158,7 @@ async fn the_dead_letters_command_lists_shows_replays_and_discards_for_people_an
     assert!(ok, "{out}");
     assert_eq!(
         serde_json::from_str::<Value>(&out).unwrap(),
-        json!({"replayed": 1})
+        json!({"replayed": 1, "skipped": 0})
     );
 
     let third = app
@@ -170,6 +170,29 @@ async fn the_dead_letters_command_lists_shows_replays_and_discards_for_people_an
     assert_eq!(out, format!("discarded {third}\n"));
     let (ok, _, err) = dead_letters(&app, &["show", &Uuid::new_v4().to_string()]);
     assert!(!ok && err.contains("not found"), "{err}");
+}
+
+#[tokio::test]
+async fn the_dead_letters_command_refuses_to_replay_one_the_inbox_does_not_bind() {
+    let app = TestApp::spawn().await;
+    let body = envelope("ev-1", "payment.succeeded", json!({"order_id": "o-1"}));
+    let foreign = app
+        .park("inventory.reserved", Some("ev-1"), &body, "premature: o-1")
+        .await
+        .to_string();
+
+    let (ok, out, err) = dead_letters(&app, &["replay", &foreign]);
+
+    assert!(!ok, "{out}");
+    assert!(err.contains("cannot be replayed"), "{err}");
+    assert_eq!(app.count("outbox").await, 0);
+    let (ok, out, _) = dead_letters(&app, &["replay", "--all", "--json"]);
+    assert!(ok, "{out}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"replayed": 0, "skipped": 1})
+    );
+    assert_eq!(app.count("outbox").await, 0);
 }
 
 #[test]

@@ -8,6 +8,7 @@ use axum::http::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use order_service::amqp::envelope::INBOUND_TYPES;
 use order_service::amqp::properties;
 use order_service::app::dead_letters::DeadLetterFilter;
 use order_service::auth::generate_token;
@@ -406,13 +407,13 @@ async fn a_bulk_replay_takes_the_parked_ones_matching_every_filter_at_most_1000(
     )
     .await;
     assert_eq!(by_reason.status, StatusCode::OK, "{}", by_reason.text);
-    assert_eq!(by_reason.body, json!({"replayed": 1}));
+    assert_eq!(by_reason.body, json!({"replayed": 1, "skipped": 0}));
     let retried = bulk(
         "bulk-1",
         json!({"reason": "premature", "type": "payment.succeeded"}),
     )
     .await;
-    assert_eq!(retried.body, json!({"replayed": 1}));
+    assert_eq!(retried.body, json!({"replayed": 1, "skipped": 0}));
     assert!(retried.is_replay());
     let status = |id: Uuid| {
         let app = &app;
@@ -426,9 +427,13 @@ async fn a_bulk_replay_takes_the_parked_ones_matching_every_filter_at_most_1000(
         json!({"ids": [shipment, poison, done, Uuid::new_v4()]}),
     )
     .await;
-    assert_eq!(by_ids.body, json!({"replayed": 2}), "the parked ones only");
+    assert_eq!(
+        by_ids.body,
+        json!({"replayed": 2, "skipped": 0}),
+        "the parked ones only"
+    );
     let everything = bulk("bulk-3", json!({})).await;
-    assert_eq!(everything.body, json!({"replayed": 0}));
+    assert_eq!(everything.body, json!({"replayed": 0, "skipped": 0}));
     assert_eq!(raw_outbox(&app).await.len(), 4);
 
     for invalid in [
@@ -506,6 +511,7 @@ async fn a_replay_of_a_dead_letter_settled_since_it_was_read_records_and_sends_n
         },
         Some(&ReplayTo {
             exchange: "commerce.events",
+            routing_keys: INBOUND_TYPES,
             trace: &TraceContext::start(),
         }),
         None,
@@ -582,4 +588,58 @@ async fn a_client_without_orders_admin_is_403_on_every_dead_letter_route_and_one
     send(Method::GET, "/v1/orders", &ops)
         .await
         .problem(StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn a_dead_letter_whose_routing_key_the_inbox_does_not_bind_is_refused_and_nothing_is_sent() {
+    let app = TestApp::spawn().await;
+    // A publisher-supplied `x-original-routing-key` longer than AMQP allows, and a short one that
+    // no binding of the inbox matches.
+    let long_key = app
+        .park(
+            &"k".repeat(300),
+            Some("ev-long"),
+            &payment("ev-long"),
+            PREMATURE,
+        )
+        .await;
+    let foreign = app
+        .park(
+            "inventory.reserved",
+            Some("ev-foreign"),
+            &payment("ev-foreign"),
+            PREMATURE,
+        )
+        .await;
+    let good = park_payment(&app, "ev-good", PREMATURE).await;
+
+    for id in [long_key, foreign] {
+        let refused = replay(&app, id, &unique_key()).await;
+        let problem = refused.problem(StatusCode::CONFLICT);
+        assert_eq!(
+            problem["type"],
+            "https://order-service.dev/problems/dead-letter-not-replayable"
+        );
+        assert_eq!(problem["current_status"], "parked");
+    }
+    assert!(raw_outbox(&app).await.is_empty(), "nothing was sent");
+    assert_eq!(app.count("dead_letter_actions").await, 0);
+
+    // A bulk replay sends the replayable ones and skips the others, which stay parked.
+    let bulk = app
+        .post("/v1/dead-letters/replay", &unique_key(), &json!({}))
+        .await;
+    assert_eq!(bulk.status, StatusCode::OK, "{}", bulk.text);
+    assert_eq!(bulk.body, json!({"replayed": 1, "skipped": 2}));
+    let sent = raw_outbox(&app).await;
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].1, "payment.succeeded");
+    for (id, status) in [
+        (long_key, "parked"),
+        (foreign, "parked"),
+        (good, "replayed"),
+    ] {
+        let shown = app.get(&format!("/v1/dead-letters/{id}")).await;
+        assert_eq!(shown.body["status"], status, "{id}");
+    }
 }

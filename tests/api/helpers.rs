@@ -20,10 +20,12 @@ use uuid::Uuid;
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable};
+use order_service::amqp::envelope::INBOUND_TYPES;
 use order_service::amqp::parked::dead_letter_of;
 use order_service::app::App;
 use order_service::auth::{AuthMode, ClientRegistry, TokenDigest};
-use order_service::config::DEFAULT_AMQP_DELIVERY_LIMIT;
+use order_service::config::{DEFAULT_AMQP_DELIVERY_LIMIT, DEFAULT_INBOUND_EXCHANGE};
+use order_service::domain::ReplayRoutes;
 use order_service::http::{self, ApiState, ConnectionLimits, HttpSettings};
 use order_service::telemetry;
 
@@ -127,6 +129,12 @@ impl TestResponse {
     }
 }
 
+/// The application as the service builds it, over `pool`: replaying to the default inbound
+/// exchange under the routing keys its inbox is bound to.
+pub fn app_over(pool: PgPool) -> App {
+    App::new(pool).replaying_to(DEFAULT_INBOUND_EXCHANGE, ReplayRoutes::new(INBOUND_TYPES))
+}
+
 impl TestApp {
     pub async fn spawn() -> Self {
         Self::spawn_with_lock_timeout(order_service::config::DEFAULT_LOCK_TIMEOUT).await
@@ -138,7 +146,7 @@ impl TestApp {
         let db = TestDb::create_with_pool(lock_timeout, 70).await;
         let pool = db.pool.clone();
         let state = ApiState {
-            app: App::new(pool.clone()),
+            app: app_over(pool.clone()),
             metrics: telemetry::metrics(),
             readiness: Default::default(),
         };
@@ -169,7 +177,7 @@ impl TestApp {
     pub fn reroute(&mut self, settings: HttpSettings) {
         self.router = http::router_with(
             ApiState {
-                app: App::new(self.pool.clone()),
+                app: app_over(self.pool.clone()),
                 metrics: telemetry::metrics(),
                 readiness: Default::default(),
             },

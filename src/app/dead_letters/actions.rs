@@ -3,37 +3,37 @@
 //! row, and inserting that row is the guard a concurrent twin loses on. Only a parked dead letter
 //! can be acted on; a replay copies it into the outbox in the statement that marks it replayed,
 //! with the trace context of the caller's span (the replayed message continues the replay's
-//! trace, as an event continues the trace of its change).
+//! trace, as an event continues the trace of its change). A replay goes only where the inbox is
+//! bound (domain::ReplayRoutes): one dead letter with another routing key is refused, a bulk replay
+//! skips such ones and says how many.
 
 use sqlx::PgConnection;
 
-use super::{DeadLetterDetails, DeadLetterFilter, details};
+use super::{BulkReplay, DeadLetterDetails, DeadLetterFilter, details};
 use crate::app::runner::{Attempt, Command, Written};
 use crate::app::{App, AppError, Outcome};
 use crate::app::{deadline, keys};
 use crate::domain::{
     Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, KeyScope, MAX_BULK_REPLAY,
+    ReplayRoutes,
 };
 use crate::store::Guarded;
-use crate::store::dead_letter_actions::{self, ReplayTo, Targets};
+use crate::store::dead_letter_actions::{self, ReplayTo, TargetState, Targets};
 use crate::store::keys::{KeyHolder, Keyed};
 use crate::telemetry::TraceContext;
 
 impl App {
-    /// Replays the parked dead letters `filter` matches, oldest first, at most
-    /// [`MAX_BULK_REPLAY`]; returns how many.
+    /// Replays the parked dead letters `filter` matches that can be replayed, oldest first, at
+    /// most [`MAX_BULK_REPLAY`]; returns how many, and how many it skipped.
     pub async fn replay_dead_letters(
         &self,
         filter: DeadLetterFilter,
         cause: &Cause,
         trace: &TraceContext,
-    ) -> Result<Outcome<u64>, AppError> {
+    ) -> Result<Outcome<BulkReplay>, AppError> {
         let command = ReplayMatching {
             filter,
-            to: Destination {
-                exchange: &self.replay_exchange,
-                trace,
-            },
+            to: self.destination(trace),
         };
         self.run(&command, cause).await
     }
@@ -50,19 +50,26 @@ impl App {
         let command = ActOnOne {
             id,
             action,
-            to: Destination {
-                exchange: &self.replay_exchange,
-                trace,
-            },
+            to: self.destination(trace),
         };
         self.run(&command, cause).await
     }
+
+    fn destination<'a>(&'a self, trace: &'a TraceContext) -> Destination<'a> {
+        Destination {
+            exchange: &self.replay_exchange,
+            routes: self.replay_routes,
+            trace,
+        }
+    }
 }
 
-/// Where a replay goes: the exchange, and the trace its messages continue.
+/// Where a replay goes: the exchange and the routing keys it may use, and the trace its messages
+/// continue.
 #[derive(Clone, Copy)]
 struct Destination<'a> {
     exchange: &'a str,
+    routes: ReplayRoutes,
     trace: &'a TraceContext,
 }
 
@@ -75,8 +82,8 @@ struct ActOnOne<'a> {
 
 impl Command for ActOnOne<'_> {
     type Output = DeadLetterDetails;
-    /// The dead letter's status, if it exists.
-    type State = Option<DeadLetterStatus>;
+    /// The dead letter's status and routing key, if it exists.
+    type State = Option<TargetState>;
 
     async fn read(
         &self,
@@ -90,9 +97,10 @@ impl Command for ActOnOne<'_> {
         &self,
         conn: &mut PgConnection,
         cause: &Cause,
-        status: Self::State,
+        state: Self::State,
     ) -> Result<Attempt<DeadLetterDetails>, AppError> {
-        match status.ok_or(AppError::DeadLetterNotFound(self.id))? {
+        let state = state.ok_or(AppError::DeadLetterNotFound(self.id))?;
+        match state.status {
             DeadLetterStatus::Parked => {}
             status => {
                 return Err(AppError::NotParked {
@@ -100,6 +108,15 @@ impl Command for ActOnOne<'_> {
                     status,
                 });
             }
+        }
+        if self.action == DeadLetterAction::Replay {
+            self.to
+                .routes
+                .check(&state.routing_key)
+                .map_err(|reason| AppError::Unreplayable {
+                    id: self.id,
+                    reason,
+                })?;
         }
         let one = DeadLetterFilter {
             ids: Some(vec![self.id]),
@@ -141,7 +158,7 @@ struct ReplayMatching<'a> {
 }
 
 impl Command for ReplayMatching<'_> {
-    type Output = u64;
+    type Output = BulkReplay;
     type State = ();
 
     async fn read(
@@ -158,7 +175,7 @@ impl Command for ReplayMatching<'_> {
         conn: &mut PgConnection,
         cause: &Cause,
         (): (),
-    ) -> Result<Attempt<u64>, AppError> {
+    ) -> Result<Attempt<BulkReplay>, AppError> {
         let targets = Targets {
             filter: &self.filter,
             limit: MAX_BULK_REPLAY as i64,
@@ -171,16 +188,31 @@ impl Command for ReplayMatching<'_> {
         let Written::DeadLetters { count, .. } = written else {
             return Err(AppError::Invariant("a replay wrote no action"));
         };
-        Ok(Attempt::Applied(count, written))
+        let replayed = BulkReplay {
+            replayed: count,
+            skipped: self.skipped(conn).await?,
+        };
+        Ok(Attempt::Applied(replayed, written))
     }
 
     async fn replay(
         &self,
-        _: &mut PgConnection,
+        conn: &mut PgConnection,
         prior: &KeyHolder,
         (): (),
-    ) -> Result<u64, AppError> {
-        Ok(keys::action(prior)?.dead_letter_ids.len() as u64)
+    ) -> Result<BulkReplay, AppError> {
+        Ok(BulkReplay {
+            replayed: keys::action(prior)?.dead_letter_ids.len() as u64,
+            skipped: self.skipped(conn).await?,
+        })
+    }
+}
+
+impl ReplayMatching<'_> {
+    /// The parked dead letters the filter matches that a replay refuses, as they are now.
+    async fn skipped(&self, conn: &mut PgConnection) -> Result<u64, AppError> {
+        let keys = self.to.routes.keys();
+        Ok(dead_letter_actions::unreplayable(conn, &self.filter, keys).await?)
     }
 }
 
@@ -203,6 +235,7 @@ async fn act(
 ) -> Result<Option<Written>, AppError> {
     let replay_to = ReplayTo {
         exchange: to.exchange,
+        routing_keys: to.routes.keys(),
         trace: to.trace,
     };
     let replay_to = (action == DeadLetterAction::Replay).then_some(&replay_to);

@@ -47,6 +47,14 @@ pub struct DeadLetterPage {
     pub next: Option<Cursor<DeadLetterId>>,
 }
 
+/// What a bulk replay did: how many dead letters it replayed, and how many of those the filter
+/// matched it left parked because a replay would lose or misroute them (domain::ReplayRoutes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BulkReplay {
+    pub replayed: u64,
+    pub skipped: u64,
+}
+
 /// The parked dead letters at a glance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParkedSummary {

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{DeadLetterDetails, ParkedSummary};
+use super::{BulkReplay, DeadLetterDetails, ParkedSummary};
 use crate::app::views::SourceView;
 use crate::domain::{DeadLetterAction, DeadLetterStatus, ReasonClass};
 use crate::store::dead_letter_actions::TakenAction;
@@ -189,11 +189,25 @@ impl From<&DeadLetterDetails> for DeadLetterView {
     }
 }
 
-/// How many dead letters a bulk replay sent back.
+/// How many dead letters a bulk replay sent back, and how many it left parked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct BulkReplayView {
     #[schema(example = 3)]
     pub replayed: u64,
+    /// Parked dead letters the filters matched that cannot be replayed: the inbox is bound to no
+    /// such routing key (a replay would lose or misroute them). They stay parked; discard them,
+    /// or have their publisher send a corrected copy.
+    #[schema(example = 0)]
+    pub skipped: u64,
+}
+
+impl From<BulkReplay> for BulkReplayView {
+    fn from(bulk: BulkReplay) -> Self {
+        Self {
+            replayed: bulk.replayed,
+            skipped: bulk.skipped,
+        }
+    }
 }
 
 /// Parked dead letters of one reason class and event type.

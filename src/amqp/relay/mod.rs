@@ -1,0 +1,234 @@
+//! The outbox relay: publishes committed events to the outbound exchange, in order, and marks
+//! each row published only after the broker confirmed it. At-least-once: a relay that dies
+//! between the confirm and the mark leaves rows another relay publishes again, under the same
+//! `message_id`. A row it cannot publish is set aside with its reason, and the rows after it go
+//! on (README "Rows the relay sets aside").
+//!
+//! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
+//! which keeps each order's events in version order. A raw row (a replayed dead letter) is
+//! published as it is to its own exchange (the inbound one), declared once per session. A relay
+//! wakes when its own process committed events (in memory), on the NOTIFY any instance sends
+//! after committing events (coalesced: README "Outbox and relay wake-up"), and polls slowly as a
+//! fallback; however many wake-ups arrived meanwhile, one claim serves them all. It prunes old
+//! published rows itself. Each row is published in a span under the trace
+//! context stored with it, and carries that span's context as its `traceparent`, so its consumers
+//! continue the trace of its cause (a replay's: the operator's request).
+//!
+//! Here the session loop; a batch's life in `batch`, the message a row becomes in `message`, and
+//! in `watch` what runs beside the sessions: the backlog gauges and whether the relay is stalled.
+
+mod batch;
+mod message;
+mod watch;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, StreamExt};
+use lapin::Event;
+use lapin::options::ConfirmSelectOptions;
+use sqlx::PgPool;
+use sqlx::postgres::PgListener;
+use tokio_util::sync::CancellationToken;
+
+use self::batch::{BatchError, Target, publish_batch};
+use self::watch::{Progress, watch};
+use super::connection::{AmqpError, Backoff, Nodes, reconnecting};
+use crate::app::RelayWakeup;
+use crate::config::{AmqpEndpoints, RelayConfig};
+use crate::health::Signal;
+use crate::store::StoreError;
+use crate::store::outbox::{self, NOTIFY_CHANNEL};
+use crate::telemetry::error_chain;
+
+/// Rows deleted per pruning statement, to keep each delete short.
+const PRUNE_BATCH: i64 = 1_000;
+
+pub struct Relay {
+    pool: PgPool,
+    nodes: Nodes,
+    exchange: String,
+    config: RelayConfig,
+    ready: Signal,
+    /// This process's commits of events.
+    wakeup: Option<RelayWakeup>,
+    progress: Progress,
+}
+
+impl Relay {
+    pub fn new(
+        pool: PgPool,
+        endpoints: &AmqpEndpoints,
+        exchange: String,
+        config: RelayConfig,
+        ready: Signal,
+    ) -> Self {
+        Self {
+            pool,
+            nodes: Nodes::new(endpoints),
+            exchange,
+            config,
+            ready,
+            wakeup: None,
+            progress: Progress::new(),
+        }
+    }
+
+    /// Wakes at once when this process's application commits events (`App::relay_wakeup`), not
+    /// only on a NOTIFY or the poll.
+    pub fn woken_by(mut self, wakeup: RelayWakeup) -> Self {
+        self.wakeup = Some(wakeup);
+        self
+    }
+
+    /// Publishes until `shutdown`, reconnecting to the broker with backoff after failures, and
+    /// meanwhile watches the backlog (`watch`).
+    pub async fn run(self, shutdown: CancellationToken) {
+        let publishing = reconnecting("outbox relay", "relay", &self.ready, &shutdown, || async {
+            let ended = self.session(&shutdown).await;
+            if ended.is_err() {
+                metrics::counter!("outbox_relay_failures_total").increment(1);
+            }
+            ended
+        });
+        let watching = watch(
+            &self.pool,
+            &self.config,
+            &self.ready,
+            &self.progress,
+            &shutdown,
+        );
+        tokio::join!(publishing, watching);
+    }
+
+    async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
+        let connection = self.nodes.connect("order-service outbox relay").await?;
+        let channel = connection.create_channel().await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        super::topology::declare_topic(&channel, &self.exchange).await?;
+        self.ready.set(true);
+        tracing::info!(exchange = %self.exchange, "outbox relay publishing");
+
+        // The relay is idle most of the time: watch the connection so an outage lowers readiness
+        // at once rather than at the next publish.
+        let mut broker_events = connection.events_listener();
+        let mut listener = self.listen().await;
+        let mut db_backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+        let mut next_prune = Instant::now();
+        let mut declared = HashSet::new();
+        let result = loop {
+            if shutdown.is_cancelled() {
+                break Ok(());
+            }
+            if !channel.status().connected() {
+                break Err(AmqpError::Disconnected);
+            }
+            let target = Target {
+                channel: &channel,
+                exchange: &self.exchange,
+                declared: &mut declared,
+            };
+            let batch = publish_batch(&self.pool, self.config.batch_size, target).await;
+            if batch.is_ok() {
+                self.progress.made();
+                self.ready.set_stalled(false);
+            }
+            let wait = match batch {
+                // A full batch: more are probably waiting.
+                Ok(claimed) if claimed >= self.config.batch_size as usize => continue,
+                Ok(_) => {
+                    db_backoff.reset();
+                    self.housekeeping(&mut next_prune).await;
+                    self.config.poll_interval()
+                }
+                Err(BatchError::Broker(error)) => break Err(error),
+                Err(BatchError::Store(error)) => {
+                    metrics::counter!("outbox_relay_failures_total").increment(1);
+                    let delay = db_backoff.next_delay();
+                    let cause = error_chain(&error);
+                    if matches!(error, StoreError::Unavailable(_)) {
+                        tracing::warn!(error = %cause, retry_in = ?delay, "outbox relay cannot reach postgres");
+                    } else {
+                        tracing::error!(error = %cause, retry_in = ?delay, "outbox relay cannot claim or mark its batch");
+                    }
+                    listener = None;
+                    delay
+                }
+            };
+            if listener.is_none() {
+                listener = self.listen().await;
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => break Ok(()),
+                () = tokio::time::sleep(wait) => {}
+                () = committed(self.wakeup.as_ref()) => drain(&mut listener),
+                woke = notified(&mut listener) => if woke { drain(&mut listener) } else { listener = None },
+                event = broker_events.next() => match event {
+                    Some(Event::Error(error)) => break Err(error.into()),
+                    None => break Err(AmqpError::Disconnected),
+                    Some(_) => {}
+                },
+            }
+        };
+        let _ = connection.close(200, "bye".into()).await;
+        result
+    }
+
+    async fn listen(&self) -> Option<PgListener> {
+        let mut listener = PgListener::connect_with(&self.pool).await.ok()?;
+        listener.listen(NOTIFY_CHANNEL).await.ok()?;
+        Some(listener)
+    }
+
+    /// Between batches: prune when due.
+    async fn housekeeping(&self, next_prune: &mut Instant) {
+        if Instant::now() < *next_prune {
+            return;
+        }
+        *next_prune = Instant::now() + self.config.prune_interval();
+        match prune(&self.pool, self.config.retention()).await {
+            Ok(0) => {}
+            Ok(pruned) => tracing::info!(pruned, "pruned published outbox rows"),
+            Err(error) => tracing::warn!(%error, "could not prune the outbox"),
+        }
+    }
+}
+
+/// Deletes published rows older than `retention`, in small batches; returns how many went.
+pub async fn prune(pool: &PgPool, retention: Duration) -> Result<u64, StoreError> {
+    let mut total = 0;
+    loop {
+        let pruned = outbox::prune(pool, retention, PRUNE_BATCH).await?;
+        total += pruned;
+        if pruned < PRUNE_BATCH as u64 {
+            return Ok(total);
+        }
+    }
+}
+
+/// Waits for this process to commit events; without a wake-up, never returns.
+async fn committed(wakeup: Option<&RelayWakeup>) {
+    match wakeup {
+        Some(wakeup) => wakeup.committed().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Takes the notifications already received, without waiting: the claim that follows serves
+/// them all.
+fn drain(listener: &mut Option<PgListener>) {
+    if let Some(listener) = listener {
+        while let Some(Ok(_)) = listener.recv().now_or_never() {}
+    }
+}
+
+/// Waits for a NOTIFY; without a listener, never returns (the poll timer wakes the relay).
+/// `false` when the listener broke.
+async fn notified(listener: &mut Option<PgListener>) -> bool {
+    match listener {
+        Some(listener) => listener.recv().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,310 @@
+//! The relay's claim-and-mark transaction: the oldest unpublished rows, each read on its own (a
+//! row whose stored JSON does not decode is named by its id, and fails no other row), then the
+//! confirmed rows marked published and those the relay cannot publish moved to
+//! `outbox_set_aside` with their reason (README "Rows the relay sets aside"), in one commit.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use crate::store::StoreError;
+
+/// The most body bytes of raw messages one claimed batch holds (beyond its first row, which is
+/// always taken): replayed dead letters may be large, and a batch is held in memory while it is
+/// published.
+const RAW_BATCH_BYTES: i64 = 16 * 1024 * 1024;
+
+/// The longest reason stored with a row set aside, in bytes (`outbox_set_aside_reason_bounded`).
+const MAX_SET_ASIDE_REASON_BYTES: usize = 1_024;
+
+/// A row waiting to be published.
+#[derive(Debug, Clone)]
+pub struct PendingEvent {
+    pub id: i64,
+    pub event_id: Uuid,
+    pub created_at: DateTime<Utc>,
+    /// The cause's trace context as written; none on rows older than the column.
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
+    pub message: PendingMessage,
+}
+
+/// What a row publishes.
+#[derive(Debug, Clone)]
+pub enum PendingMessage {
+    /// An order event: its envelope, to the outbound exchange with its type as the routing key.
+    Event {
+        event_type: String,
+        payload: serde_json::Value,
+    },
+    /// A raw message (a replayed dead letter), published as it is.
+    Raw {
+        exchange: String,
+        routing_key: String,
+        body: Vec<u8>,
+        /// The `amqp::properties` encoding of its properties.
+        properties: serde_json::Value,
+    },
+}
+
+/// A claimed row that cannot be read into a [`PendingEvent`]: the relay sets it aside.
+#[derive(Debug, thiserror::Error)]
+#[error("outbox row {id} (event {event_id}) cannot be read")]
+pub struct UnreadableRow {
+    pub id: i64,
+    pub event_id: Uuid,
+    #[source]
+    pub cause: Unreadable,
+}
+
+/// Why a claimed row cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    /// Postgres holds it as `jsonb`, but it does not decode (nested beyond serde_json's limit of
+    /// 128, say): named by the column, the decoder's error as its source.
+    #[error("{what}")]
+    Json {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The table's check makes this impossible; a row that slipped past it is set aside too.
+    #[error("it is neither an order event nor a raw message")]
+    Shape,
+}
+
+/// A row the relay cannot publish, and why: `<class>: <detail>` (README "Rows the relay sets
+/// aside"), cut to 1 KiB when stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAside {
+    pub id: i64,
+    pub reason: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct PendingRow {
+    id: i64,
+    event_id: Uuid,
+    created_at: DateTime<Utc>,
+    event_type: Option<String>,
+    /// `jsonb` read as text, decoded here row by row.
+    payload: Option<String>,
+    exchange: Option<String>,
+    routing_key: Option<String>,
+    /// Likewise.
+    properties: Option<String>,
+    body_bytes: Option<i64>,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+}
+
+impl PendingRow {
+    /// The row, its body (if raw) taken from `bodies`.
+    fn into_pending(
+        self,
+        bodies: &mut HashMap<i64, Vec<u8>>,
+    ) -> Result<PendingEvent, UnreadableRow> {
+        let (id, event_id) = (self.id, self.event_id);
+        let unreadable = |cause| UnreadableRow {
+            id,
+            event_id,
+            cause,
+        };
+        let message = match (self.event_type, self.payload) {
+            (Some(event_type), Some(payload)) => PendingMessage::Event {
+                event_type,
+                payload: json("payload", &payload).map_err(unreadable)?,
+            },
+            _ => match (
+                self.exchange,
+                self.routing_key,
+                self.properties,
+                bodies.remove(&id),
+            ) {
+                (Some(exchange), Some(routing_key), Some(properties), Some(body)) => {
+                    PendingMessage::Raw {
+                        exchange,
+                        routing_key,
+                        body,
+                        properties: json("properties", &properties).map_err(unreadable)?,
+                    }
+                }
+                _ => return Err(unreadable(Unreadable::Shape)),
+            },
+        };
+        Ok(PendingEvent {
+            id,
+            event_id,
+            created_at: self.created_at,
+            traceparent: self.traceparent,
+            tracestate: self.tracestate,
+            message,
+        })
+    }
+}
+
+fn json(what: &'static str, text: &str) -> Result<serde_json::Value, Unreadable> {
+    serde_json::from_str(text).map_err(|source| Unreadable::Json { what, source })
+}
+
+/// A batch claimed for publishing: the relay lease and the oldest unpublished rows, held in one
+/// transaction until [`ClaimedBatch::finish`] marks what the broker confirmed. Dropping it
+/// unfinished rolls back: the rows stay unpublished and the lease is released.
+pub struct ClaimedBatch {
+    tx: Transaction<'static, Postgres>,
+    /// In id order; a row that cannot be read is there as an [`UnreadableRow`].
+    pub rows: Vec<Result<PendingEvent, UnreadableRow>>,
+}
+
+/// Claims up to `limit` of the oldest unpublished events. Relays take turns batch by batch (a
+/// transaction-scoped advisory lock), so events of one order are published in order even with
+/// several instances. `None`: another relay holds the lease, or nothing is waiting.
+pub async fn claim_batch(pool: &PgPool, limit: u32) -> Result<Option<ClaimedBatch>, StoreError> {
+    let mut tx = pool.begin().await?;
+    let leased: bool = sqlx::query_scalar(
+        "SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay'))",
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    if !leased {
+        return Ok(None);
+    }
+    // Rows another transaction holds are skipped rather than waited for. Bodies of raw messages
+    // are read in a second step, only for the rows within the batch's byte budget.
+    let mut rows = sqlx::query_as::<_, PendingRow>(
+        "SELECT id, event_id, created_at, event_type, payload::text AS payload, exchange, \
+         routing_key, properties::text AS properties, octet_length(body)::int8 AS body_bytes, \
+         traceparent, tracestate \
+         FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+    )
+    .bind(i64::from(limit))
+    .fetch_all(&mut *tx)
+    .await?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let mut budget = RAW_BATCH_BYTES;
+    let within = rows
+        .iter()
+        .enumerate()
+        .position(|(at, row)| {
+            budget -= row.body_bytes.unwrap_or(0);
+            at > 0 && budget < 0
+        })
+        .unwrap_or(rows.len());
+    rows.truncate(within);
+    let raw: Vec<i64> = rows
+        .iter()
+        .filter(|row| row.body_bytes.is_some())
+        .map(|row| row.id)
+        .collect();
+    let mut bodies: HashMap<i64, Vec<u8>> = if raw.is_empty() {
+        HashMap::new()
+    } else {
+        sqlx::query_as::<_, (i64, Vec<u8>)>("SELECT id, body FROM outbox WHERE id = ANY($1)")
+            .bind(&raw)
+            .fetch_all(&mut *tx)
+            .await?
+            .into_iter()
+            .collect()
+    };
+    let rows = rows
+        .into_iter()
+        .map(|row| row.into_pending(&mut bodies))
+        .collect();
+    Ok(Some(ClaimedBatch { tx, rows }))
+}
+
+impl ClaimedBatch {
+    /// Marks the rows with ids `published` published, moves the rows `set_aside` to
+    /// `outbox_set_aside` with their reasons, and commits, releasing the lease.
+    pub async fn finish(
+        mut self,
+        published: &[i64],
+        set_aside: &[SetAside],
+    ) -> Result<(), StoreError> {
+        if !published.is_empty() {
+            sqlx::query("UPDATE outbox SET published_at = now() WHERE id = ANY($1)")
+                .bind(published)
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        if !set_aside.is_empty() {
+            let ids: Vec<i64> = set_aside.iter().map(|row| row.id).collect();
+            let reasons: Vec<&str> = set_aside
+                .iter()
+                .map(|row| cut(&row.reason, MAX_SET_ASIDE_REASON_BYTES))
+                .collect();
+            sqlx::query(
+                "WITH reasons AS (SELECT * FROM unnest($1::int8[], $2::text[]) AS r(id, reason)), \
+                 moved AS (\
+                     DELETE FROM outbox USING reasons WHERE outbox.id = reasons.id \
+                     RETURNING outbox.id, event_id, event_type, order_id, order_version, payload, \
+                         exchange, routing_key, body, properties, traceparent, tracestate, \
+                         created_at, reasons.reason) \
+                 INSERT INTO outbox_set_aside (id, event_id, event_type, order_id, order_version, \
+                     payload, exchange, routing_key, body, properties, traceparent, tracestate, \
+                     created_at, reason) \
+                 SELECT * FROM moved",
+            )
+            .bind(&ids)
+            .bind(&reasons)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        self.tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    &text[..text.floor_char_boundary(max)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reason_is_cut_at_a_character_boundary() {
+        assert_eq!(cut("abc", 10), "abc");
+        assert_eq!(cut("ab€", 4), "ab");
+        assert_eq!(cut(&"é".repeat(600), 1_024).len(), 1_024);
+    }
+
+    #[test]
+    fn a_row_nested_beyond_the_decoder_limit_is_unreadable_and_named() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let row = PendingRow {
+            id: 7,
+            event_id: Uuid::nil(),
+            created_at: Utc::now(),
+            event_type: None,
+            payload: None,
+            exchange: Some("commerce.events".into()),
+            routing_key: Some("payment.succeeded".into()),
+            properties: Some(format!(r#"{{"headers": {{"deep": {deep}}}}}"#)),
+            body_bytes: Some(2),
+            traceparent: None,
+            tracestate: None,
+        };
+        let mut bodies = HashMap::from([(7, b"{}".to_vec())]);
+
+        let error = row.into_pending(&mut bodies).unwrap_err();
+
+        assert_eq!(error.id, 7);
+        assert!(
+            matches!(
+                error.cause,
+                Unreadable::Json {
+                    what: "properties",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+    }
+}
