@@ -12,6 +12,11 @@ use order_service::domain::ClientId;
 use order_service::startup::{Service, shutdown_signal};
 use order_service::{amqp, http, store, telemetry};
 
+/// Freed memory goes back to the system within seconds of a burst
+/// (docs/hostile-input.md#memory).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(
     name = "order-service",

@@ -38,7 +38,7 @@ pub const DEFAULT_INBOX_QUEUE: &str = "order-service.inbox";
 pub const DEFAULT_DEAD_LETTER_EXCHANGE: &str = "order-service.dlx";
 pub const DEFAULT_DEAD_LETTER_QUEUE: &str = "order-service.dead-letter";
 pub const DEFAULT_OUTBOUND_EXCHANGE: &str = "order-service.events";
-pub const DEFAULT_AMQP_PREFETCH: u16 = 64;
+pub const DEFAULT_AMQP_PREFETCH: u16 = 16;
 /// Deliveries per consumer transaction (README "Batched consumer commits": measured best).
 pub const DEFAULT_AMQP_BATCH_SIZE: u16 = 16;
 pub const DEFAULT_AMQP_BATCH_WAIT_MS: u64 = 2;

@@ -708,6 +708,11 @@ pub struct ServiceProcess {
 }
 
 impl ServiceProcess {
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("a running service").id()
+    }
+
     /// SIGKILL: no shutdown, no acknowledgement.
     pub fn kill(mut self) {
         self.kill_now();

@@ -14,6 +14,7 @@ mod dead_letters;
 mod endpoints;
 mod helpers;
 mod hostile;
+mod memory;
 mod refunds;
 mod relay;
 mod relay_faults;
