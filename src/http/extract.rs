@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use super::fingerprint;
 use super::problem::Problem;
 use crate::domain::{Cause, ClientId, DeadLetterId, Fingerprint, IdempotencyKey, OrderId, Version};
+use crate::strict_json::{JsonObject, StrictJsonError};
 use crate::telemetry::TraceContext;
 
 /// The largest request body accepted; larger ones get 413.
@@ -65,16 +66,29 @@ where
                 Problem::bad_request("unreadable-body", "the request body could not be read")
             }
         })?;
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            Problem::bad_request("malformed-json", format!("the body is not valid JSON: {e}"))
-        })?;
-        let body = T::deserialize(&value).map_err(|e| Problem::validation(e.to_string()))?;
+        let object = JsonObject::parse(&bytes).map_err(body_problem)?;
+        let body = object.read::<T>().map_err(body_problem)?;
         Ok(Self {
             key,
-            fingerprint: fingerprint::of_request(&method, &path, &value),
+            fingerprint: fingerprint::of_request(&method, &path, &object.into_value()),
             body,
             trace,
         })
+    }
+}
+
+/// A body that is not JSON, or repeats a key, is malformed (400); well-formed JSON of another
+/// shape than the endpoint's object is a validation problem (422), as a field of the wrong type
+/// is.
+fn body_problem(error: StrictJsonError) -> Problem {
+    match error {
+        StrictJsonError::Syntax(e) | StrictJsonError::DuplicateKey(e) => {
+            Problem::bad_request("malformed-json", format!("the body is not valid JSON: {e}"))
+        }
+        StrictJsonError::NotAnObject(found) => {
+            Problem::validation(format!("the body must be a JSON object, not {found}"))
+        }
+        StrictJsonError::Invalid(text) => Problem::validation(text),
     }
 }
 

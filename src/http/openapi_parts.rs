@@ -50,8 +50,8 @@ pub struct IfMatchHeader {
 /// each endpoint adds its own success, 409 (and 412) responses.
 #[derive(IntoResponses)]
 pub enum CommandProblems {
-    /// Missing or malformed Idempotency-Key (or If-Match), malformed JSON, or an id in the path
-    /// that is not a UUID
+    /// Missing or malformed Idempotency-Key (or If-Match), malformed JSON (a key given twice
+    /// included), or an id in the path that is not a UUID
     #[response(status = 400, content_type = "application/problem+json")]
     BadRequest(Problem),
     /// Unknown order (or dead letter)
@@ -63,8 +63,8 @@ pub enum CommandProblems {
     /// Body is not JSON
     #[response(status = 415, content_type = "application/problem+json")]
     NotJson(Problem),
-    /// Invalid or unknown field, a currency other than the order's, or the key was used for
-    /// another request
+    /// A body that is not a JSON object, an invalid or unknown field, a currency other than the
+    /// order's, or the key was used for another request
     #[response(status = 422, content_type = "application/problem+json")]
     Invalid(Problem),
     /// Database unavailable

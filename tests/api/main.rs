@@ -21,4 +21,5 @@ mod payments;
 mod races;
 mod refunds;
 mod serving;
+mod strict_bodies;
 mod upgrade;
