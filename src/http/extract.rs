@@ -101,13 +101,22 @@ pub(super) fn payload_too_large() -> Problem {
     )
 }
 
+/// The request's one Idempotency-Key. Two fields of it are refused like a list in one field
+/// (`IdempotencyKey::parse`): the request names two keys, and taking either is a guess.
 fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, Problem> {
-    let raw = headers.get("idempotency-key").ok_or_else(|| {
+    let mut fields = headers.get_all("idempotency-key").iter();
+    let raw = fields.next().ok_or_else(|| {
         Problem::bad_request(
             "missing-idempotency-key",
             "every POST under /v1 needs an Idempotency-Key header",
         )
     })?;
+    if fields.next().is_some() {
+        return Err(Problem::bad_request(
+            "invalid-idempotency-key",
+            "a request has one Idempotency-Key header, not several",
+        ));
+    }
     let text = raw.to_str().map_err(|_| {
         Problem::bad_request(
             "invalid-idempotency-key",

@@ -32,7 +32,8 @@ pub struct DeadLetterIdPath {
 #[derive(IntoParams)]
 #[into_params(parameter_in = Header)]
 pub struct CommandHeaders {
-    /// 1–255 printable ASCII characters; scopes retries of this request
+    /// 1–255 printable ASCII characters, in one header field; a comma only inside a quoted
+    /// string ("…", which is unquoted); scopes retries of this request
     #[param(rename = "Idempotency-Key")]
     idempotency_key: String,
 }

@@ -12,6 +12,7 @@ mod events_page;
 mod expiry;
 mod helpers;
 mod idempotency;
+mod idempotency_header;
 mod lifecycle;
 mod limits;
 mod openapi;
