@@ -29,4 +29,4 @@ pub use money::{AmountMinor, Currency, Money};
 pub use order::{Change, Decision, DomainError, NewOrder, Order, PAYMENT_TIMEOUT_REASON, Shipment};
 pub use status::{Command, OrderStatus, Refusal, TransitionKind, transition};
 pub use text::{BoundedText, MAX_REASON_CHARS, ValidationError};
-pub use version::Version;
+pub use version::{Version, VersionMatch};

@@ -1,6 +1,7 @@
 //! Extractors that turn raw requests into domain values, answering problem+json when they cannot:
 //! the Idempotency-Key, body and trace context of a mutation, the order or dead letter id in the
-//! path, a listing's query, `If-Match`, the authenticated caller.
+//! path, a listing's query, the authenticated caller. `If-Match` has a module of its own
+//! (`if_match.rs`).
 
 use std::str::FromStr;
 
@@ -12,7 +13,7 @@ use serde::de::DeserializeOwned;
 
 use super::fingerprint;
 use super::problem::Problem;
-use crate::domain::{Cause, ClientId, DeadLetterId, Fingerprint, IdempotencyKey, OrderId, Version};
+use crate::domain::{Cause, ClientId, DeadLetterId, Fingerprint, IdempotencyKey, OrderId};
 use crate::strict_json::{JsonObject, StrictJsonError};
 use crate::telemetry::TraceContext;
 
@@ -187,37 +188,6 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ListQuery<T> {
             .await
             .map_err(|e| Problem::bad_request("invalid-query", e.body_text()))?;
         Ok(ListQuery(params))
-    }
-}
-
-/// `If-Match: "<version>"` (or `*`, which any existing order matches). A number below 1 is no
-/// ETag this API issues, so it is malformed like any other foreign value.
-pub struct IfMatch(pub Option<Version>);
-
-impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
-    type Rejection = Problem;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let Some(raw) = parts.headers.get(header::IF_MATCH) else {
-            return Ok(IfMatch(None));
-        };
-        let invalid = || {
-            Problem::bad_request(
-                "invalid-if-match",
-                "If-Match must be an ETag of this API, like \"3\", or *",
-            )
-        };
-        let text = raw.to_str().map_err(|_| invalid())?.trim();
-        if text == "*" {
-            return Ok(IfMatch(None));
-        }
-        let version = text
-            .strip_prefix('"')
-            .and_then(|t| t.strip_suffix('"'))
-            .and_then(|t| t.parse::<i64>().ok())
-            .and_then(Version::new)
-            .ok_or_else(invalid)?;
-        Ok(IfMatch(Some(version)))
     }
 }
 

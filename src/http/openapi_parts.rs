@@ -42,7 +42,8 @@ pub struct CommandHeaders {
 #[derive(IntoParams)]
 #[into_params(parameter_in = Header)]
 pub struct IfMatchHeader {
-    /// The ETag the client last saw, e.g. "2"
+    /// `*`, or the ETags the client accepts, e.g. "2" (a list, also over several fields, matches
+    /// if any strong ETag in it is the order's; a weak one never does)
     #[param(rename = "If-Match")]
     if_match: Option<String>,
 }
@@ -96,7 +97,8 @@ pub enum StatusChangeResponses {
         )
     )]
     Changed(OrderView),
-    /// If-Match names another version; nothing changed
+    /// If-Match names no strong ETag the order has (a stale, weak or foreign one); nothing
+    /// changed
     #[response(status = 412, content_type = "application/problem+json")]
     Stale(Problem),
 }

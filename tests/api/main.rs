@@ -7,6 +7,7 @@ mod asyncapi;
 mod auth;
 mod bad_input;
 mod cli;
+mod conditional_requests;
 mod dead_letters;
 mod events_page;
 mod expiry;
