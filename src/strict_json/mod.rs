@@ -16,11 +16,14 @@
 //! Parsing is serde_json's, so its nesting limit (128 levels) still holds; the size of what is
 //! parsed is bounded by each door before it gets here.
 
-use std::fmt;
+mod client_text;
+mod unique_keys;
 
-use serde::Deserialize;
-use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+pub use client_text::client_text;
+use unique_keys::UniqueKeys;
 
 /// Why bytes or a value are not a strict JSON object, or not the one expected.
 #[derive(Debug, thiserror::Error)]
@@ -48,8 +51,8 @@ impl JsonObject {
     /// Parses `bytes` as one JSON object, refusing a key given twice anywhere in it.
     pub fn parse(bytes: &[u8]) -> Result<Self, StrictJsonError> {
         let UniqueKeys(value) = serde_json::from_slice(bytes).map_err(|e| {
-            // The visitor below accepts every JSON value, so the only data error it raises is
-            // its own refusal of a repeated key; the rest are the parser's (syntax, depth).
+            // `UniqueKeys` accepts every JSON value, so the only data error it raises is its own
+            // refusal of a repeated key; the rest are the parser's (syntax, depth).
             if e.classify() == serde_json::error::Category::Data {
                 StrictJsonError::DuplicateKey(e)
             } else {
@@ -76,55 +79,6 @@ impl JsonObject {
     pub fn into_value(self) -> Value {
         Value::Object(self.0)
     }
-
-    pub fn as_map(&self) -> &Map<String, Value> {
-        &self.0
-    }
-}
-
-/// serde's account of a value that does not fit, in words a client can act on: when it names
-/// the Rust type it expected (`expected i64`, `expected struct PaymentRequest with 3 elements`,
-/// `expected enum …`, a path with `::`), that part is replaced by the JSON it stands for.
-pub fn client_text(error: &serde_json::Error) -> String {
-    let text = error.to_string();
-    let Some((found, expected)) = text.split_once(", expected ") else {
-        return if names_a_type(&text) {
-            SHAPELESS.to_owned()
-        } else {
-            text
-        };
-    };
-    let shape = if let Some(json) = primitive_as_json(expected) {
-        json
-    } else if expected.contains("struct ") {
-        "a JSON object"
-    } else if names_a_type(expected) {
-        "another value"
-    } else {
-        expected
-    };
-    if names_a_type(found) {
-        return SHAPELESS.to_owned();
-    }
-    format!("{found}, expected {shape}")
-}
-
-/// What a text says when all it could say would name a Rust type.
-const SHAPELESS: &str = "a value does not have the documented shape";
-
-fn names_a_type(text: &str) -> bool {
-    text.contains("struct ") || text.contains("enum ") || text.contains("::")
-}
-
-/// The JSON a Rust primitive type that serde names as expected stands for.
-fn primitive_as_json(expected: &str) -> Option<&'static str> {
-    match expected {
-        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => Some("an integer"),
-        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => Some("a non-negative integer"),
-        "f32" | "f64" => Some("a number"),
-        "char" => Some("a single character"),
-        _ => None,
-    }
 }
 
 /// What a JSON value is, as a problem or a reason names it.
@@ -139,80 +93,9 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// A JSON value whose objects, at every depth, name each key once.
-struct UniqueKeys(Value);
-
-impl<'de> Deserialize<'de> for UniqueKeys {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer
-            .deserialize_any(UniqueKeysVisitor)
-            .map(UniqueKeys)
-    }
-}
-
-struct UniqueKeysVisitor;
-
-impl<'de> Visitor<'de> for UniqueKeysVisitor {
-    type Value = Value;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str("any JSON value")
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
-        Ok(Value::Bool(value))
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
-        Ok(Value::from(value))
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
-        Ok(Value::from(value))
-    }
-
-    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
-        // JSON has no NaN or infinity; serde_json's own `Value` maps them to null as well.
-        Ok(serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
-        Ok(Value::String(value.to_owned()))
-    }
-
-    fn visit_string<E>(self, value: String) -> Result<Value, E> {
-        Ok(Value::String(value))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(UniqueKeys(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
-                return Err(de::Error::custom(format_args!(
-                    "the key {key:?} appears twice"
-                )));
-            }
-            let UniqueKeys(value) = map.next_value()?;
-            object.insert(key, value);
-        }
-        Ok(Value::Object(object))
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use serde::Deserialize;
     use serde_json::json;
 
     use super::*;
@@ -308,39 +191,5 @@ mod tests {
         let object = JsonObject::parse(br#"{"inner": 5}"#).unwrap();
         let text = object.read::<Nested>().unwrap_err().to_string();
         assert_eq!(text, "invalid type: integer `5`, expected a JSON object");
-    }
-
-    #[test]
-    fn serde_texts_naming_a_type_are_rewritten() {
-        let error = |text: &str| <serde_json::Error as de::Error>::custom(text);
-        for (serde, client) in [
-            (
-                "invalid length 0, expected struct PlaceOrderRequest with 4 elements",
-                "invalid length 0, expected a JSON object",
-            ),
-            (
-                "invalid type: string \"x\", expected enum DeadLetterStatusView",
-                "invalid type: string \"x\", expected another value",
-            ),
-            (
-                "a crate::domain::Money went wrong",
-                "a value does not have the documented shape",
-            ),
-            (
-                "invalid type: sequence, expected i64",
-                "invalid type: sequence, expected an integer",
-            ),
-            (
-                "invalid value: integer `-1`, expected u16",
-                "invalid value: integer `-1`, expected a non-negative integer",
-            ),
-            ("missing field `name`", "missing field `name`"),
-            (
-                "invalid type: map, expected a string",
-                "invalid type: map, expected a string",
-            ),
-        ] {
-            assert_eq!(client_text(&error(serde)), client);
-        }
     }
 }
