@@ -6,7 +6,8 @@
 //! API's clients; [`health`] carries the readiness of background components. [`startup`] wires
 //! them together from [`config`] into a [`startup::Service`]; [`telemetry`] sets up logs and
 //! metrics; [`expiry`] cancels orders left unpaid too long; [`cli`] is the operators' command
-//! line for parked dead letters. `docs/architecture.md` is the map for newcomers.
+//! line for parked dead letters; both doors read what clients send through [`strict_json`].
+//! `docs/architecture.md` is the map for newcomers.
 
 pub mod amqp;
 pub mod app;
@@ -19,4 +20,5 @@ pub mod health;
 pub mod http;
 pub mod startup;
 pub mod store;
+pub mod strict_json;
 pub mod telemetry;

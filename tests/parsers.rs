@@ -15,6 +15,7 @@ use order_service::auth::ClientRegistry;
 use order_service::domain::{IdempotencyKey, MAX_REASON_BYTES, OrderId, ReasonClass};
 use order_service::http::dto::{CancelRequest, PaymentRequest, PlaceOrderRequest, ShipRequest};
 use order_service::http::fingerprint;
+use order_service::strict_json::JsonObject;
 use order_service::telemetry::TraceContext;
 use order_service::telemetry::trace_context::TRACESTATE_MAX_BYTES;
 
@@ -63,20 +64,23 @@ fn object_with(fields: &'static [&'static str]) -> impl Strategy<Value = Value> 
         })
 }
 
-/// Deserialises `value` into every request body the API accepts and converts each into its
-/// domain value, as the `Mutation` extractor and the handlers do.
+/// Reads `value` as every request body the API accepts and converts each into its domain value,
+/// as the `Mutation` extractor (through `strict_json`) and the handlers do.
 fn every_request_body(value: &Value) {
     let order_id = OrderId::generate();
-    if let Ok(body) = serde_json::from_value::<PlaceOrderRequest>(value.clone()) {
+    let Ok(object) = JsonObject::from_value(value.clone()) else {
+        return;
+    };
+    if let Ok(body) = object.read::<PlaceOrderRequest>() {
         let _ = body.try_into_domain();
     }
-    if let Ok(body) = serde_json::from_value::<PaymentRequest>(value.clone()) {
+    if let Ok(body) = object.read::<PaymentRequest>() {
         let _ = body.try_into_domain(order_id);
     }
-    if let Ok(body) = serde_json::from_value::<ShipRequest>(value.clone()) {
+    if let Ok(body) = object.read::<ShipRequest>() {
         let _ = body.try_into_domain();
     }
-    if let Ok(body) = serde_json::from_value::<CancelRequest>(value.clone()) {
+    if let Ok(body) = object.read::<CancelRequest>() {
         let _ = body.try_into_domain();
     }
     let _ = fingerprint::of_request("POST", "/v1/orders", value);
@@ -165,8 +169,8 @@ proptest! {
     fn a_request_body_of_arbitrary_bytes_never_panics(
         bytes in prop::collection::vec(any::<u8>(), 0..2048),
     ) {
-        if let Ok(value) = serde_json::from_slice::<Value>(&bytes) {
-            every_request_body(&value);
+        if let Ok(object) = JsonObject::parse(&bytes) {
+            every_request_body(&object.into_value());
         }
     }
 

@@ -16,6 +16,7 @@ use crate::domain::{
     BoundedText, CustomerId, EventId, Money, NewOrder, OrderId, Payment, Refund, Shipment,
     TransferId, ValidationError,
 };
+use crate::strict_json::{JsonObject, StrictJsonError, client_text};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InboundEvent {
@@ -165,9 +166,13 @@ pub fn parse_bounded(body: &[u8], limit: usize) -> Result<Envelope, Poison> {
     parse(body)
 }
 
+/// Reads an envelope as the REST API reads a request body (`strict_json`): the envelope and its
+/// `data` are JSON objects, never arrays, and no key is given twice anywhere in the message.
 pub fn parse(body: &[u8]) -> Result<Envelope, Poison> {
-    let raw: RawEnvelope =
-        serde_json::from_slice(body).map_err(|e| Poison::NotAnEnvelope(e.to_string()))?;
+    let not_an_envelope = |e: StrictJsonError| Poison::NotAnEnvelope(e.to_string());
+    let raw: RawEnvelope = JsonObject::parse(body)
+        .and_then(|frame| frame.read())
+        .map_err(not_an_envelope)?;
     let event_id =
         EventId::parse(&raw.event_id).map_err(|e| Poison::NotAnEnvelope(e.to_string()))?;
     let kind: InboundType = raw
@@ -176,8 +181,11 @@ pub fn parse(body: &[u8]) -> Result<Envelope, Poison> {
         .map_err(|_| Poison::UnknownType(raw.event_type.clone()))?;
     let event_type: &'static str = kind.into();
     let invalid = |reason: String| Poison::InvalidData { event_type, reason };
-    let tagged = serde_json::json!({ "type": event_type, "data": raw.data });
-    let wire = InboundWire::deserialize(tagged).map_err(|e| invalid(e.to_string()))?;
+    // Checked here because the tagged enum below reads its content through serde's buffer,
+    // which would take a sequence for a struct as well.
+    let data = JsonObject::from_value(raw.data).map_err(|e| invalid(e.to_string()))?;
+    let tagged = serde_json::json!({ "type": event_type, "data": data.into_value() });
+    let wire = InboundWire::deserialize(tagged).map_err(|e| invalid(client_text(&e)))?;
     let event = InboundEvent::try_from(wire).map_err(|e| invalid(e.to_string()))?;
     Ok(Envelope {
         event_id,
@@ -290,6 +298,54 @@ mod tests {
                     Err(Poison::InvalidData { .. })
                 ),
                 "{data}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_envelope_or_data_that_is_not_an_object_is_poison() {
+        let order_id = Uuid::new_v4();
+        // Each array holds the fields in order, as serde would read a struct from a sequence.
+        let data = json!([order_id, "t", 10, "EUR"]);
+        let poison = parse(&envelope("payment.succeeded", data)).unwrap_err();
+        let Poison::InvalidData { event_type, reason } = &poison else {
+            panic!("{poison:?}");
+        };
+        assert_eq!(*event_type, "payment.succeeded");
+        assert!(reason.contains("JSON object"), "{reason}");
+        for data in [json!(null), json!("text"), json!(5)] {
+            let result = parse(&envelope("payment.succeeded", data.clone()));
+            assert!(
+                matches!(result, Err(Poison::InvalidData { .. })),
+                "{data}: {result:?}"
+            );
+        }
+        let frame = json!(["e-1", "order.cancellation_requested", "2026-11-21T10:00:00Z",
+            {"order_id": order_id, "reason": "r"}]);
+        let poison = parse(frame.to_string().as_bytes()).unwrap_err();
+        assert!(
+            matches!(&poison, Poison::NotAnEnvelope(reason) if reason.contains("JSON object")),
+            "{poison:?}"
+        );
+    }
+
+    #[test]
+    fn a_key_given_twice_in_the_envelope_or_its_data_is_poison() {
+        let order_id = Uuid::new_v4();
+        for body in [
+            format!(
+                r#"{{"event_id":"e-1","type":"payment.succeeded","occurred_at":"2026-11-21T10:00:00Z",
+                "data":{{"order_id":"{order_id}","transfer_id":"t","amount_minor":1,"amount_minor":10,"currency":"EUR"}}}}"#
+            ),
+            format!(
+                r#"{{"event_id":"e-1","event_id":"e-2","type":"order.cancellation_requested",
+                "occurred_at":"2026-11-21T10:00:00Z","data":{{"order_id":"{order_id}","reason":"r"}}}}"#
+            ),
+        ] {
+            let poison = parse(body.as_bytes()).unwrap_err();
+            assert!(
+                matches!(&poison, Poison::NotAnEnvelope(reason) if reason.contains("twice")),
+                "{poison:?}"
             );
         }
     }

@@ -35,12 +35,9 @@ pub enum AppError {
     /// The Idempotency-Key already belongs to a different request (another body, endpoint or order).
     #[error("the Idempotency-Key was already used for a different request")]
     KeyReused,
-    /// `If-Match` named a version the order no longer has.
-    #[error("the order is at version {current_version}, not {expected}")]
-    PreconditionFailed {
-        expected: Version,
-        current_version: Version,
-    },
+    /// `If-Match` names no version the order is at.
+    #[error("the order is at version {current_version}, which If-Match does not name")]
+    PreconditionFailed { current_version: Version },
     /// A concurrent request holding the same key or row did not finish within the wait bound,
     /// or contention did not settle within the retry budget.
     #[error("a concurrent request is still in flight")]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::status_change::{Asked, StatusChange};
 use super::{App, AppError, Outcome};
-use crate::domain::{Cause, DomainError};
+use crate::domain::{Cause, DomainError, VersionMatch};
 use crate::store::orders;
 use crate::telemetry::TraceContext;
 
@@ -41,7 +41,7 @@ impl App {
             ..Sweep::default()
         };
         for order_id in overdue {
-            let command = StatusChange::new(order_id, Asked::Expire, None, trace);
+            let command = StatusChange::new(order_id, Asked::Expire, VersionMatch::Any, trace);
             match self.run(&command, &Cause::Timer).await {
                 Ok(Outcome::Applied(_)) => sweep.expired += 1,
                 Ok(Outcome::AlreadyApplied(_) | Outcome::Replayed(_))

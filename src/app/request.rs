@@ -10,6 +10,7 @@ use super::status_change::{Asked, StatusChange};
 use super::{AppError, Receipt};
 use crate::domain::{
     BoundedText, LedgerEntry, NewOrder, Order, OrderId, Payment, Refund, Shipment, TransferId,
+    VersionMatch,
 };
 use crate::store::order_changes::Snapshot;
 use crate::telemetry::TraceContext;
@@ -75,13 +76,13 @@ impl<'a> Requested<'a> {
             Request::Ship { order_id, shipment } => Requested::Change(StatusChange::new(
                 *order_id,
                 Asked::Ship(shipment),
-                None,
+                VersionMatch::Any,
                 trace,
             )),
             Request::Cancel { order_id, reason } => Requested::Change(StatusChange::new(
                 *order_id,
                 Asked::Cancel(reason),
-                None,
+                VersionMatch::Any,
                 trace,
             )),
         }

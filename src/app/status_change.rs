@@ -1,10 +1,10 @@
 //! Shipping, cancelling and expiring: status changes decided by the domain, written with a
-//! guarded update, optionally conditional on the version the client last saw (`If-Match`).
+//! guarded update, optionally conditional on the versions the client names (`If-Match`).
 
 use super::order_command::{Decided, OrderChange, OrderCommand};
 use super::{App, AppError, Outcome};
 use crate::domain::{
-    BoundedText, Cause, Decision, DomainError, Order, OrderId, Shipment, TransferId, Version,
+    BoundedText, Cause, Decision, DomainError, Order, OrderId, Shipment, TransferId, VersionMatch,
 };
 use crate::store::order_changes::Snapshot;
 use crate::telemetry::TraceContext;
@@ -14,7 +14,7 @@ impl App {
         &self,
         order_id: OrderId,
         shipment: &Shipment,
-        if_match: Option<Version>,
+        if_match: VersionMatch,
         cause: &Cause,
         trace: &TraceContext,
     ) -> Result<Outcome<Order>, AppError> {
@@ -26,7 +26,7 @@ impl App {
         &self,
         order_id: OrderId,
         reason: &BoundedText,
-        if_match: Option<Version>,
+        if_match: VersionMatch,
         cause: &Cause,
         trace: &TraceContext,
     ) -> Result<Outcome<Order>, AppError> {
@@ -60,7 +60,7 @@ impl Asked<'_> {
 pub(super) struct StatusChange<'a> {
     order_id: OrderId,
     asked: Asked<'a>,
-    if_match: Option<Version>,
+    if_match: VersionMatch,
     trace: &'a TraceContext,
 }
 
@@ -68,7 +68,7 @@ impl<'a> StatusChange<'a> {
     pub(super) fn new(
         order_id: OrderId,
         asked: Asked<'a>,
-        if_match: Option<Version>,
+        if_match: VersionMatch,
         trace: &'a TraceContext,
     ) -> Self {
         Self {
@@ -89,19 +89,18 @@ impl OrderCommand for StatusChange<'_> {
 
     fn decide(&self, found: Snapshot) -> Result<Decided<'_, Order>, AppError> {
         let order = found.order.ok_or(AppError::NotFound(self.order_id))?;
-        let stale = self.if_match.filter(|expected| *expected != order.version);
+        let stale = !self.if_match.admits(order.version);
         match (self.asked.decide(&order), stale) {
             // A change already made is reported as such even to a stale If-Match
             // (RFC 9110 §13.1.1): what the client asked for holds.
             (Ok(Decision::AlreadyApplied), _) => Ok(Decided::AlreadyApplied(order)),
-            (_, Some(expected)) => Err(AppError::PreconditionFailed {
-                expected,
+            (_, true) => Err(AppError::PreconditionFailed {
                 current_version: order.version,
             }),
-            (Ok(Decision::Apply(change)), None) => Ok(Decided::Write(Box::new(OrderChange::of(
+            (Ok(Decision::Apply(change)), false) => Ok(Decided::Write(Box::new(OrderChange::of(
                 *change, self.trace,
             )))),
-            (Err(reason), None) => Err(AppError::refused(
+            (Err(reason), false) => Err(AppError::refused(
                 reason,
                 Some((order.status, order.version)),
             )),

@@ -8,7 +8,10 @@ use std::fmt;
 use super::text::ValidationError;
 
 /// A client-chosen key, 1–255 printable ASCII characters. A structured-field string (`"abc"`,
-/// RFC 8941) is accepted and unquoted, so `"abc"` and `abc` are the same key.
+/// RFC 8941) is accepted and unquoted, so `"abc"` and `abc` are the same key. A comma outside
+/// one makes the value a list (`a, b`, as HTTP joins two fields of one name): never one key,
+/// since which of them to take is a guess a retry could answer differently (README
+/// "Idempotency-Key").
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);
 
@@ -20,6 +23,11 @@ impl IdempotencyKey {
         let value = match header.strip_prefix('"') {
             Some(quoted) => unquote_sf_string(quoted)
                 .ok_or_else(|| bad("is not a valid quoted structured-field string"))?,
+            None if header.contains(',') => {
+                return Err(bad(
+                    "must be one key, not a list (quote a key holding a comma)",
+                ));
+            }
             None => header.to_owned(),
         };
         if value.is_empty() || value.len() > Self::MAX_LEN {
@@ -95,6 +103,15 @@ mod tests {
         assert!(IdempotencyKey::parse(&"k".repeat(256)).is_err());
         assert!(IdempotencyKey::parse("tab\there").is_err());
         assert!(IdempotencyKey::parse("café").is_err());
+    }
+
+    #[test]
+    fn an_unquoted_comma_makes_a_list_not_a_key() {
+        for list in ["a, b", "a,b", "k,", ",k", ","] {
+            let error = IdempotencyKey::parse(list).unwrap_err();
+            assert!(error.to_string().contains("one key"), "{list}: {error}");
+        }
+        assert_eq!(IdempotencyKey::parse("\"a, b\"").unwrap().as_str(), "a, b");
     }
 
     #[test]

@@ -32,4 +32,4 @@ pub use order::{Change, Decision, DomainError, NewOrder, Order, PAYMENT_TIMEOUT_
 pub use replay_routes::{ReplayRoutes, Unreplayable};
 pub use status::{Command, OrderStatus, Refusal, TransitionKind, transition};
 pub use text::{BoundedText, MAX_REASON_CHARS, ValidationError};
-pub use version::Version;
+pub use version::{Version, VersionMatch};

@@ -32,6 +32,27 @@ impl fmt::Display for Version {
     }
 }
 
+/// The versions a conditional change may apply to: what an `If-Match` asks (docs/contract.md,
+/// "Conditional requests").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionMatch {
+    /// Unconditional, or `If-Match: *`: whatever version the order is at.
+    Any,
+    /// Only these versions. Empty when the client named only tags that never match (weak ones,
+    /// or ones no order carries), so no version is admitted.
+    OneOf(Vec<Version>),
+}
+
+impl VersionMatch {
+    /// Whether an order at `version` meets the condition.
+    pub fn admits(&self, version: Version) -> bool {
+        match self {
+            VersionMatch::Any => true,
+            VersionMatch::OneOf(versions) => versions.contains(&version),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,5 +63,14 @@ mod tests {
         assert_eq!(Version::new(0), None);
         assert_eq!(Version::new(-3), None);
         assert_eq!(Version::FIRST.next().get(), 2);
+    }
+
+    #[test]
+    fn a_condition_admits_any_version_or_only_those_it_names() {
+        let two = Version::FIRST.next();
+        assert!(VersionMatch::Any.admits(two));
+        assert!(VersionMatch::OneOf(vec![Version::FIRST, two]).admits(two));
+        assert!(!VersionMatch::OneOf(vec![Version::FIRST]).admits(two));
+        assert!(!VersionMatch::OneOf(vec![]).admits(Version::FIRST));
     }
 }

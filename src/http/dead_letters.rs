@@ -186,11 +186,11 @@ async fn act(
     responses(
         (status = 200, description = "How many were replayed (or replayed before under this key: see `Idempotent-Replayed`), and how many matched but cannot be replayed", body = BulkReplayView,
             headers(("Idempotent-Replayed" = String, description = "`true` when nothing new was done"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON (a key given twice included)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "A request with this key, or one holding these dead letters, is in flight", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid or unknown field, more than 1000 ids, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A body that is not a JSON object, an invalid or unknown field, more than 1000 ids, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
     )
 )]

@@ -1,6 +1,7 @@
 //! Extractors that turn raw requests into domain values, answering problem+json when they cannot:
 //! the Idempotency-Key, body and trace context of a mutation, the order or dead letter id in the
-//! path, a listing's query, `If-Match`, the authenticated caller.
+//! path, a listing's query, the authenticated caller. `If-Match` has a module of its own
+//! (`if_match.rs`).
 
 use std::str::FromStr;
 
@@ -12,7 +13,8 @@ use serde::de::DeserializeOwned;
 
 use super::fingerprint;
 use super::problem::Problem;
-use crate::domain::{Cause, ClientId, DeadLetterId, Fingerprint, IdempotencyKey, OrderId, Version};
+use crate::domain::{Cause, ClientId, DeadLetterId, Fingerprint, IdempotencyKey, OrderId};
+use crate::strict_json::{JsonObject, StrictJsonError};
 use crate::telemetry::TraceContext;
 
 /// The largest request body accepted; larger ones get 413.
@@ -65,16 +67,29 @@ where
                 Problem::bad_request("unreadable-body", "the request body could not be read")
             }
         })?;
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            Problem::bad_request("malformed-json", format!("the body is not valid JSON: {e}"))
-        })?;
-        let body = T::deserialize(&value).map_err(|e| Problem::validation(e.to_string()))?;
+        let object = JsonObject::parse(&bytes).map_err(body_problem)?;
+        let body = object.read::<T>().map_err(body_problem)?;
         Ok(Self {
             key,
-            fingerprint: fingerprint::of_request(&method, &path, &value),
+            fingerprint: fingerprint::of_request(&method, &path, &object.into_value()),
             body,
             trace,
         })
+    }
+}
+
+/// A body that is not JSON, or repeats a key, is malformed (400); well-formed JSON of another
+/// shape than the endpoint's object is a validation problem (422), as a field of the wrong type
+/// is.
+fn body_problem(error: StrictJsonError) -> Problem {
+    match error {
+        StrictJsonError::Syntax(e) | StrictJsonError::DuplicateKey(e) => {
+            Problem::bad_request("malformed-json", format!("the body is not valid JSON: {e}"))
+        }
+        StrictJsonError::NotAnObject(found) => {
+            Problem::validation(format!("the body must be a JSON object, not {found}"))
+        }
+        StrictJsonError::Invalid(text) => Problem::validation(text),
     }
 }
 
@@ -87,13 +102,22 @@ pub(super) fn payload_too_large() -> Problem {
     )
 }
 
+/// The request's one Idempotency-Key. Two fields of it are refused like a list in one field
+/// (`IdempotencyKey::parse`): the request names two keys, and taking either is a guess.
 fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, Problem> {
-    let raw = headers.get("idempotency-key").ok_or_else(|| {
+    let mut fields = headers.get_all("idempotency-key").iter();
+    let raw = fields.next().ok_or_else(|| {
         Problem::bad_request(
             "missing-idempotency-key",
             "every POST under /v1 needs an Idempotency-Key header",
         )
     })?;
+    if fields.next().is_some() {
+        return Err(Problem::bad_request(
+            "invalid-idempotency-key",
+            "a request has one Idempotency-Key header, not several",
+        ));
+    }
     let text = raw.to_str().map_err(|_| {
         Problem::bad_request(
             "invalid-idempotency-key",
@@ -164,37 +188,6 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ListQuery<T> {
             .await
             .map_err(|e| Problem::bad_request("invalid-query", e.body_text()))?;
         Ok(ListQuery(params))
-    }
-}
-
-/// `If-Match: "<version>"` (or `*`, which any existing order matches). A number below 1 is no
-/// ETag this API issues, so it is malformed like any other foreign value.
-pub struct IfMatch(pub Option<Version>);
-
-impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
-    type Rejection = Problem;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let Some(raw) = parts.headers.get(header::IF_MATCH) else {
-            return Ok(IfMatch(None));
-        };
-        let invalid = || {
-            Problem::bad_request(
-                "invalid-if-match",
-                "If-Match must be an ETag of this API, like \"3\", or *",
-            )
-        };
-        let text = raw.to_str().map_err(|_| invalid())?.trim();
-        if text == "*" {
-            return Ok(IfMatch(None));
-        }
-        let version = text
-            .strip_prefix('"')
-            .and_then(|t| t.strip_suffix('"'))
-            .and_then(|t| t.parse::<i64>().ok())
-            .and_then(Version::new)
-            .ok_or_else(invalid)?;
-        Ok(IfMatch(Some(version)))
     }
 }
 

@@ -7,7 +7,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::dto::{CancelRequest, HistoryList, ShipRequest};
-use super::extract::{Caller, IdPath, IfMatch, Mutation};
+use super::extract::{Caller, IdPath, Mutation};
+use super::if_match::IfMatch;
 use super::openapi_parts::{
     CommandHeaders, CommandProblems, IfMatchHeader, OrderIdPath, OrderReadProblems,
     StatusChangeResponses,
@@ -29,7 +30,8 @@ pub(super) fn routes() -> OpenApiRouter<ApiState> {
 /// Ship a paid order.
 ///
 /// Legal from `PAID` only. Shipping an order already shipped with the same carrier and tracking
-/// number is a replay; with another, 409. `If-Match: "<version>"` makes the change conditional.
+/// number is a replay; with another, 409. `If-Match` (`"<version>"`, a list of ETags, or `*`)
+/// makes the change conditional.
 #[utoipa::path(
     post,
     path = "/v1/orders/{id}/ship",
@@ -61,7 +63,8 @@ pub async fn ship_order(
 /// Cancel a pending order.
 ///
 /// Legal from `PENDING_PAYMENT` only; cancelling a cancelled order is a replay. Partial payments
-/// already received set `refund_required`. `If-Match: "<version>"` makes the change conditional.
+/// already received set `refund_required`. `If-Match` (`"<version>"`, a list of ETags, or `*`)
+/// makes the change conditional.
 #[utoipa::path(
     post,
     path = "/v1/orders/{id}/cancel",

@@ -12,6 +12,7 @@ pub mod dto;
 mod event_docs;
 mod extract;
 pub mod fingerprint;
+mod if_match;
 mod lifecycle;
 mod limits;
 mod openapi;

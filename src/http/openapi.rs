@@ -121,9 +121,18 @@ fn problem_response(description: &str, challenge: bool) -> RefOr<Response> {
     RefOr::T(response.build())
 }
 
+/// A quoted structured-field string (`\"` and `\\` its only escapes), or printable ASCII that
+/// neither starts with a quote nor holds a comma.
+const IDEMPOTENCY_KEY: &str = r#"^("([\x20\x21\x23-\x5B\x5D-\x7E]|\\["\\])+"|[\x20\x21\x23-\x2B\x2D-\x7E][\x20-\x2B\x2D-\x7E]*)$"#;
+
+/// `*`, or entity-tags (weak or strong) separated by commas.
+const IF_MATCH: &str =
+    r#"^[ \t]*(\*|(W/)?"[\x21\x23-\x7E]*"([ \t]*,[ \t]*(W/)?"[\x21\x23-\x7E]*")*)[ \t]*$"#;
+
 /// The request headers as their extractors accept them, declared once for every operation that
 /// takes them (so generated clients and fuzzers send values the API accepts): `Idempotency-Key`
-/// as `IdempotencyKey::parse` reads it, `If-Match` as an ETag of this API or `*`.
+/// as `IdempotencyKey::parse` reads it (a quoted string, or printable ASCII with no comma),
+/// `If-Match` as `http::if_match` does (`*`, or a list of entity-tags).
 pub(super) fn constrain_headers(document: &mut utoipa::openapi::OpenApi) {
     let string = |max_length: Option<usize>, pattern: &str| {
         ObjectBuilder::new()
@@ -145,8 +154,8 @@ pub(super) fn constrain_headers(document: &mut utoipa::openapi::OpenApi) {
                 continue;
             }
             let schema = match parameter.name.to_ascii_lowercase().as_str() {
-                "idempotency-key" => string(Some(IdempotencyKey::MAX_LEN), "^[\\x20-\\x7E]+$"),
-                "if-match" => string(None, "^[ \\t]*(\\*|\"[+-]?[0-9]+\")[ \\t]*$"),
+                "idempotency-key" => string(Some(IdempotencyKey::MAX_LEN), IDEMPOTENCY_KEY),
+                "if-match" => string(None, IF_MATCH),
                 _ => continue,
             };
             parameter.schema = Some(RefOr::T(schema.into()));

@@ -32,7 +32,8 @@ pub struct DeadLetterIdPath {
 #[derive(IntoParams)]
 #[into_params(parameter_in = Header)]
 pub struct CommandHeaders {
-    /// 1–255 printable ASCII characters; scopes retries of this request
+    /// 1–255 printable ASCII characters, in one header field; a comma only inside a quoted
+    /// string ("…", which is unquoted); scopes retries of this request
     #[param(rename = "Idempotency-Key")]
     idempotency_key: String,
 }
@@ -41,7 +42,8 @@ pub struct CommandHeaders {
 #[derive(IntoParams)]
 #[into_params(parameter_in = Header)]
 pub struct IfMatchHeader {
-    /// The ETag the client last saw, e.g. "2"
+    /// `*`, or the ETags the client accepts, e.g. "2" (a list, also over several fields, matches
+    /// if any strong ETag in it is the order's; a weak one never does)
     #[param(rename = "If-Match")]
     if_match: Option<String>,
 }
@@ -50,8 +52,8 @@ pub struct IfMatchHeader {
 /// each endpoint adds its own success, 409 (and 412) responses.
 #[derive(IntoResponses)]
 pub enum CommandProblems {
-    /// Missing or malformed Idempotency-Key (or If-Match), malformed JSON, or an id in the path
-    /// that is not a UUID
+    /// Missing or malformed Idempotency-Key (or If-Match), malformed JSON (a key given twice
+    /// included), or an id in the path that is not a UUID
     #[response(status = 400, content_type = "application/problem+json")]
     BadRequest(Problem),
     /// Unknown order (or dead letter)
@@ -63,8 +65,8 @@ pub enum CommandProblems {
     /// Body is not JSON
     #[response(status = 415, content_type = "application/problem+json")]
     NotJson(Problem),
-    /// Invalid or unknown field, a currency other than the order's, or the key was used for
-    /// another request
+    /// A body that is not a JSON object, an invalid or unknown field, a currency other than the
+    /// order's, or the key was used for another request
     #[response(status = 422, content_type = "application/problem+json")]
     Invalid(Problem),
     /// Database unavailable
@@ -95,7 +97,8 @@ pub enum StatusChangeResponses {
         )
     )]
     Changed(OrderView),
-    /// If-Match names another version; nothing changed
+    /// If-Match names no strong ETag the order has (a stale, weak or foreign one); nothing
+    /// changed
     #[response(status = 412, content_type = "application/problem+json")]
     Stale(Problem),
 }

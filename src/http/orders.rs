@@ -42,11 +42,11 @@ pub(super) fn routes() -> OpenApiRouter<ApiState> {
         (status = 201, description = "Order placed (or replayed: see `Idempotent-Replayed`)", body = OrderView,
             headers(("Location" = String, description = "/v1/orders/{id}"), ("ETag" = String, description = "\"<version>\""),
                     ("Idempotent-Replayed" = String, description = "`true` when nothing new was created"))),
-        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Missing or malformed Idempotency-Key, or malformed JSON (a key given twice included)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The id exists with other content, or a request with this key is still in flight", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 64 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid field, unknown field, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A body that is not a JSON object, an invalid or unknown field, or the key was used for another request", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "Database unavailable", body = Problem, content_type = "application/problem+json"),
     )
 )]

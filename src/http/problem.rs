@@ -204,14 +204,13 @@ impl From<AppError> for Problem {
                 "this Idempotency-Key was already used for a different request \
                  (another body, endpoint or order)",
             ),
-            AppError::PreconditionFailed {
-                expected,
-                current_version,
-            } => Problem::new(
+            AppError::PreconditionFailed { current_version } => Problem::new(
                 StatusCode::PRECONDITION_FAILED,
                 "precondition-failed",
                 "Precondition failed",
-                format!("If-Match named version {expected}; the order is at {current_version}"),
+                format!(
+                    "If-Match names no strong ETag of the order, which is at \"{current_version}\""
+                ),
             )
             .with_current(None, Some(current_version)),
             AppError::Busy => Problem::new(

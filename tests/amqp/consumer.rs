@@ -215,6 +215,76 @@ async fn poison_is_dead_lettered_with_its_reason_and_the_queue_keeps_flowing() {
 }
 
 #[tokio::test]
+async fn an_array_or_a_key_given_twice_is_poison_and_changes_nothing() {
+    let mut h = Harness::start().await;
+    h.spawn_consumer();
+    let order = Uuid::new_v4();
+    h.place("e-place", order, 1000).await;
+    h.wait_for_status(order, "PENDING_PAYMENT").await;
+
+    // `data` as an array of the fields in order: serde would read the struct from it.
+    let array = h
+        .publish(
+            "e-array",
+            "payment.succeeded",
+            json!([order, "t-array", 1000, "EUR"]),
+        )
+        .await;
+    // A key twice: the last one would win and pay the order in full.
+    let twice = format!(
+        r#"{{"event_id":"e-twice","type":"payment.succeeded","occurred_at":"2026-11-21T10:00:00Z",
+        "data":{{"order_id":"{order}","transfer_id":"t-twice","amount_minor":1,"amount_minor":1000,"currency":"EUR"}}}}"#
+    );
+    h.publish_raw("payment.succeeded", twice.as_bytes(), Default::default())
+        .await;
+    // The whole envelope as an array.
+    let frame = json!(["e-frame", "order.cancellation_requested", "2026-11-21T10:00:00Z",
+        {"order_id": order, "reason": "r"}])
+    .to_string();
+    h.publish_raw(
+        "order.cancellation_requested",
+        frame.as_bytes(),
+        Default::default(),
+    )
+    .await;
+
+    let mut letters = h.wait_for_dead_letters(3).await;
+    letters.sort_by(|a, b| a.reason.cmp(&b.reason));
+    let reasons: Vec<&str> = letters.iter().map(|l| l.reason.as_str()).collect();
+    assert!(
+        reasons.iter().all(|r| r.starts_with("poison: ")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("invalid payment.succeeded data") && r.contains("JSON object")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("not a JSON envelope") && r.contains("twice")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("not a JSON envelope") && r.contains("JSON object")),
+        "{reasons:?}"
+    );
+    let bodies: Vec<&[u8]> = letters.iter().map(|l| l.body.as_slice()).collect();
+    assert!(bodies.contains(&array.as_slice()));
+    assert!(bodies.contains(&twice.as_bytes()));
+    assert!(bodies.contains(&frame.as_bytes()));
+    assert_eq!(
+        h.order_state(order).await,
+        Some(("PENDING_PAYMENT".into(), 1, 0))
+    );
+    assert!(h.transfers(order).await.is_empty());
+}
+
+#[tokio::test]
 async fn a_message_over_the_size_limit_is_dead_lettered_unread_with_its_size() {
     let mut h = Harness::start().await;
     h.spawn_consumer();

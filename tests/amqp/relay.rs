@@ -8,7 +8,7 @@ use order_service::amqp::relay::prune;
 use order_service::app::App;
 use order_service::domain::{
     AmountMinor, BoundedText, Cause, Currency, CustomerId, EventId, Money, NewOrder, OrderId,
-    Payment, Shipment, TransferId,
+    Payment, Shipment, TransferId, VersionMatch,
 };
 use order_service::store::outbox;
 use order_service::telemetry::TraceContext;
@@ -66,7 +66,7 @@ async fn ship(app: &App, order: OrderId) {
     app.ship(
         order,
         &Shipment::parse("DHL", "T-1").unwrap(),
-        None,
+        VersionMatch::Any,
         &cause("ship"),
         &TraceContext::start(),
     )
@@ -79,7 +79,7 @@ async fn cancel(app: &App, order: OrderId) {
     app.cancel(
         order,
         &reason,
-        None,
+        VersionMatch::Any,
         &cause("cancel"),
         &TraceContext::start(),
     )

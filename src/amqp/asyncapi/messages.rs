@@ -59,8 +59,9 @@ pub(super) fn messages() -> Ordered {
             &inbound_frame,
             name,
             reference("schemas", &data),
-            "The inbound envelope; a body that is not one (not JSON, a field missing or \
-             unknown, invalid data) is poison and dead-lettered.",
+            "The inbound envelope; a body that is not one (not JSON, a key given twice, not a \
+             JSON object, a field missing or unknown, invalid data or data that is not an \
+             object) is poison and dead-lettered.",
         );
         messages.insert(name, message(name, &summary, INBOUND_HEADERS, payload));
     }
