@@ -288,6 +288,7 @@ async fn an_array_or_a_key_given_twice_is_poison_and_changes_nothing() {
 async fn a_message_over_the_size_limit_is_dead_lettered_unread_with_its_size() {
     let mut h = Harness::start().await;
     h.spawn_consumer();
+    h.spawn_parker();
     let oversize = Uuid::new_v4();
     let order = Uuid::new_v4();
     // A valid envelope padded with insignificant whitespace: only its size is wrong.
@@ -305,13 +306,17 @@ async fn a_message_over_the_size_limit_is_dead_lettered_unread_with_its_size() {
     h.place("e-good", order, 1000).await;
 
     h.wait_for_status(order, "PENDING_PAYMENT").await;
-    let letters = h.wait_for_dead_letters(1).await;
+    // Rejected unread, dead-lettered by the broker, parked with why.
+    let parked = h.wait_for_parked(1).await;
     assert!(
-        letters[0].reason.contains("65537 bytes") && letters[0].reason.contains("65536"),
+        parked[0].reason.contains("65537 bytes")
+            && parked[0].reason.contains("65536")
+            && parked[0].reason.ends_with("refused unread"),
         "{}",
-        letters[0].reason
+        parked[0].reason
     );
-    assert_eq!(letters[0].body, body, "the original travels untouched");
+    assert_eq!(parked[0].reason_class, "poison");
+    assert_eq!(parked[0].body, body, "the original travels untouched");
     assert_eq!(h.order_state(oversize).await, None);
     assert_eq!(h.db.count("orders").await, 1);
 }
