@@ -9,7 +9,8 @@ use uuid::Uuid;
 
 use crate::common::AMQP_URL;
 use crate::common::raw_amqp::{
-    RawMessage, deepest_arrays, long_string, nested_arrays, nested_tables, publish, table,
+    Random, RawMessage, deepest_arrays, long_string, nested_arrays, nested_tables, publish,
+    random_table, table,
 };
 use crate::helpers::{Harness, relay_config};
 
@@ -173,4 +174,52 @@ async fn a_dead_letter_stored_with_deep_headers_by_an_earlier_version_reads_and_
         .await;
     assert_eq!(status, 200, "{discarded}");
     assert_eq!(discarded["status"], "discarded");
+}
+
+/// Random header tables (every type, up to 40 levels, names that are not always UTF-8) on
+/// poison messages: each parks, the consumer never reconnects, and each replays and parks again.
+#[tokio::test]
+async fn random_header_tables_through_the_consumer_the_parker_and_a_replay() {
+    const MESSAGES: u64 = 40;
+    let mut h = Harness::start().await;
+    let consumer = h.spawn_consumer();
+    h.spawn_parker();
+    h.spawn_relay(AMQP_URL, relay_config());
+    h.wait_for_readiness(&consumer, true).await;
+
+    let seed = 22;
+    let mut random = Random::new(seed);
+    let messages: Vec<RawMessage> = (0..MESSAGES)
+        .map(|n| {
+            let headers = random_table(&mut random, 40, 100 * 1024);
+            RawMessage::with_headers(headers, format!("random {seed}/{n}").as_bytes())
+        })
+        .collect();
+    publish_raw(h.topology.inbound_exchange.clone(), messages).await;
+    let parked = h.wait_for_parked(MESSAGES as usize).await;
+    assert_eq!(
+        h.sessions(),
+        1,
+        "the consumer never reconnected (seed {seed})"
+    );
+    for (n, letter) in parked.iter().enumerate() {
+        let (status, body) = h
+            .rest_post(
+                &format!("/v1/dead-letters/{}/replay", letter.id),
+                &format!("replay-{n}"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    h.wait_for_parked_where("every replay parked again", |parked| {
+        parked.len() == MESSAGES as usize && parked.iter().all(|l| l.times == 2)
+    })
+    .await;
+    assert_eq!(
+        h.sessions(),
+        1,
+        "the consumer never reconnected (seed {seed})"
+    );
+    assert_eq!(h.ready_count(&h.topology.last_resort()).await, 0);
 }
