@@ -12,7 +12,7 @@ use crate::common::raw_amqp::{
     Random, RawMessage, deepest_arrays, long_string, nested_arrays, nested_tables, publish,
     random_table, table,
 };
-use crate::helpers::{Harness, relay_config};
+use crate::helpers::{Harness, Parked, relay_config};
 
 const BROKER: &str = "127.0.0.1:5672";
 
@@ -60,6 +60,20 @@ async fn publish_raw(exchange: String, messages: Vec<RawMessage>) {
     })
     .await
     .expect("the raw publisher");
+}
+
+/// Replays each parked dead letter over REST; each must be accepted.
+async fn replay_each(h: &Harness, parked: &[Parked]) {
+    for (n, letter) in parked.iter().enumerate() {
+        let (status, body) = h
+            .rest_post(
+                &format!("/v1/dead-letters/{}/replay", letter.id),
+                &format!("replay-{n}"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, 200, "{}: {body}", letter.reason);
+    }
 }
 
 #[tokio::test]
@@ -113,16 +127,7 @@ async fn hostile_dead_letters_are_parked_and_replay_without_stopping_the_relay()
 
     // Every one replays (stored bounded, so the relay can decode and publish it) and comes back
     // as poison, parked again; a valid order meanwhile goes through the relay as usual.
-    for (n, letter) in parked.iter().enumerate() {
-        let (status, _) = h
-            .rest_post(
-                &format!("/v1/dead-letters/{}/replay", letter.id),
-                &format!("replay-{n}"),
-                json!({}),
-            )
-            .await;
-        assert_eq!(status, 200, "{}", letter.reason);
-    }
+    replay_each(&h, &parked).await;
     let order = Uuid::new_v4();
     h.place("ev-place", order, 500).await;
     h.pay("ev-pay", order, "t-1", 500).await;
@@ -202,16 +207,7 @@ async fn random_header_tables_through_the_consumer_the_parker_and_a_replay() {
         1,
         "the consumer never reconnected (seed {seed})"
     );
-    for (n, letter) in parked.iter().enumerate() {
-        let (status, body) = h
-            .rest_post(
-                &format!("/v1/dead-letters/{}/replay", letter.id),
-                &format!("replay-{n}"),
-                json!({}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-    }
+    replay_each(&h, &parked).await;
     h.wait_for_parked_where("every replay parked again", |parked| {
         parked.len() == MESSAGES as usize && parked.iter().all(|l| l.times == 2)
     })
