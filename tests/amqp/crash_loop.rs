@@ -222,6 +222,69 @@ async fn an_inbox_declared_without_the_delivery_limit_is_consumed_as_it_is_and_a
 }
 
 #[tokio::test]
+async fn a_dead_letter_queue_declared_without_a_limit_is_parked_from_as_it_is_and_a_policy_adds_it()
+{
+    let config = test_config();
+    let topology = Topology::from_config(&config);
+    // As the previous version declared it: quorum, nothing behind it.
+    let connection = connect(AMQP_URL, "order-service tests, previous version")
+        .await
+        .expect("connect");
+    let channel = connection.create_channel().await.expect("channel");
+    let mut legacy = FieldTable::default();
+    legacy.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("quorum".into()),
+    );
+    channel
+        .queue_declare(
+            topology.dead_letter_queue.as_str().into(),
+            QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            },
+            legacy,
+        )
+        .await
+        .expect("declare the previous version's dead-letter queue");
+    let _ = connection.close(200, "bye".into()).await;
+
+    // Every component still starts on it, and a poison message is parked from it.
+    let mut h = Harness::start_with(config).await;
+    h.spawn_consumer();
+    h.spawn_parker();
+    h.publish_raw("payment.succeeded", b"{not json", Default::default())
+        .await;
+    let parked = h.wait_for_parked(1).await;
+    assert_eq!(parked[0].reason_class, "poison");
+
+    // The command the start-up error names gives it the limit and the last resort.
+    let command = h.topology.dead_letter_policy_command();
+    let name = format!("{}.last-resort", h.topology.dead_letter_queue);
+    let _policy = Policy(name.clone());
+    let output = Command::new("sh")
+        .args(["-c", &command])
+        .output()
+        .expect("run the policy command");
+    assert!(
+        output.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let queues = Command::new("rabbitmqctl")
+        .args(["list_queues", "--quiet", "name", "policy"])
+        .output()
+        .expect("list queues");
+    let listing = String::from_utf8_lossy(&queues.stdout);
+    assert!(
+        listing
+            .lines()
+            .any(|l| l == format!("{}\t{name}", h.topology.dead_letter_queue)),
+        "the policy applies: {listing}"
+    );
+}
+
+#[tokio::test]
 async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_parked_and_the_service_goes_on()
  {
     let mut config = test_config();
