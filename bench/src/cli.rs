@@ -134,6 +134,15 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// What `--service-env` sets `name` to, when it sets it to a value of `T`.
+    pub fn service_env_value<T: std::str::FromStr>(&self, name: &str) -> Option<T> {
+        self.service_env
+            .iter()
+            .rev()
+            .find(|(key, _)| key == name)
+            .and_then(|(_, value)| value.parse().ok())
+    }
+
     pub fn from_cli(cli: &Cli) -> Self {
         let unless = |skip: bool, levels: &[usize]| if skip { vec![] } else { levels.to_vec() };
         if cli.quick {
@@ -215,5 +224,17 @@ mod tests {
         assert_eq!(quick.batch_sizes, vec![1, 4]);
         assert!(plan(&["--skip-batch-curve"]).batch_sizes.is_empty());
         assert_eq!(plan(&["--batch-size", "8"]).batch_size, 8);
+    }
+
+    #[test]
+    fn the_report_names_the_prefetch_and_pool_service_env_sets() {
+        let plan = plan(&[
+            "--service-env",
+            "AMQP_PREFETCH=64",
+            "--service-env",
+            "AMQP_PREFETCH=32",
+        ]);
+        assert_eq!(plan.service_env_value::<u16>("AMQP_PREFETCH"), Some(32));
+        assert_eq!(plan.service_env_value::<u32>("DB_MAX_CONNECTIONS"), None);
     }
 }

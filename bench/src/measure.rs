@@ -122,9 +122,14 @@ pub async fn all(bench: &Bench) -> anyhow::Result<Report> {
             duration_s: plan.duration.as_secs_f64(),
             repetitions: plan.repetitions,
             batch_size: plan.batch_size,
-            // The child runs with a cleared environment, so it gets exactly the defaults.
-            service_prefetch: order_service::config::DEFAULT_AMQP_PREFETCH,
-            service_pool: order_service::config::DEFAULT_DB_MAX_CONNECTIONS,
+            // The child runs with a cleared environment, so it gets exactly the defaults, but
+            // for what `--service-env` sets.
+            service_prefetch: plan
+                .service_env_value("AMQP_PREFETCH")
+                .unwrap_or(order_service::config::DEFAULT_AMQP_PREFETCH),
+            service_pool: plan
+                .service_env_value("DB_MAX_CONNECTIONS")
+                .unwrap_or(order_service::config::DEFAULT_DB_MAX_CONNECTIONS),
             service_bin: bench.service_bin.display().to_string(),
             service_env: plan
                 .service_env
