@@ -38,9 +38,12 @@ pub const DEFAULT_INBOX_QUEUE: &str = "order-service.inbox";
 pub const DEFAULT_DEAD_LETTER_EXCHANGE: &str = "order-service.dlx";
 pub const DEFAULT_DEAD_LETTER_QUEUE: &str = "order-service.dead-letter";
 pub const DEFAULT_OUTBOUND_EXCHANGE: &str = "order-service.events";
+/// Deliveries held unacknowledged: with the broker's largest message, the bound on what they
+/// hold in memory (RabbitMQ has no byte-based prefetch; docs/hostile-input.md#memory).
 pub const DEFAULT_AMQP_PREFETCH: u16 = 16;
-/// Deliveries per consumer transaction (README "Batched consumer commits": measured best).
-pub const DEFAULT_AMQP_BATCH_SIZE: u16 = 16;
+/// Deliveries per consumer transaction: two batches in flight within the prefetch (README
+/// "Batched consumer commits"; docs/hostile-input.md#memory measures the choice).
+pub const DEFAULT_AMQP_BATCH_SIZE: u16 = 8;
 pub const DEFAULT_AMQP_BATCH_WAIT_MS: u64 = 2;
 /// How long a statement of a batch of several deliveries waits for a lock (README "Batched
 /// consumer commits"): a few of a concurrent batch's commits, so that a message whose order
