@@ -30,11 +30,27 @@ pub enum SessionAttrs {
 
 /// What `DATABASE_URL` names: the hosts in order, each with all the URL's other parameters, the
 /// role wanted, and how long one host may take to accept a connection.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Database {
     hosts: Vec<PgConnectOptions>,
     attrs: SessionAttrs,
     connect_timeout: Duration,
+}
+
+/// Hosts and ports only: the options' own `Debug` would show the password.
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hosts: Vec<String> = self
+            .hosts
+            .iter()
+            .map(|host| format!("{}:{}", host.get_host(), host.get_port()))
+            .collect();
+        f.debug_struct("Database")
+            .field("hosts", &hosts)
+            .field("attrs", &self.attrs)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
 }
 
 /// Why no host would do: the last host's refusal (its I/O or server error, or [`WrongRole`]).

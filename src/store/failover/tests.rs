@@ -141,6 +141,13 @@ fn the_key_value_form_is_taken_too() {
 }
 
 #[test]
+fn the_debug_form_names_hosts_but_not_the_password() {
+    let shown = format!("{:?}", parsed("postgres://app:s3cret@a:1,b/db"));
+    assert!(shown.contains("a:1") && shown.contains("b:5432"), "{shown}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+}
+
+#[test]
 fn a_malformed_url_is_refused_naming_the_part_and_never_the_password() {
     let cases = [
         ("mysql://app:s3cret@a/db", "must start with postgres://"),
