@@ -85,11 +85,20 @@ impl Database {
             }
         }
 
-        let hosts = host_list
-            .split(',')
-            .enumerate()
-            .map(|(index, written)| host(index + 1, written))
-            .collect::<Result<Vec<_>, _>>()?;
+        // One host goes to sqlx as written (an empty host, a socket directory, …), as it always
+        // has; only a list is taken apart.
+        let hosts = if host_list.contains(',') {
+            host_list
+                .split(',')
+                .enumerate()
+                .map(|(index, written)| host(index + 1, written))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            vec![Host {
+                name: host_list,
+                port: None,
+            }]
+        };
         let ports = ports_for(&hosts, port_list)?;
         let query = if kept.is_empty() {
             String::new()

@@ -42,6 +42,29 @@ fn a_single_host_url_reads_as_sqlx_reads_it() {
 }
 
 #[test]
+fn a_single_host_url_without_a_host_or_with_a_socket_is_left_to_sqlx_as_before() {
+    for url in [
+        "postgres:///orders",
+        "postgresql://app@/orders?host=/var/run/postgresql",
+        "postgres://%2Fvar%2Frun%2Fpostgresql/orders",
+        "postgres://app@[::1]:6432/orders",
+    ] {
+        // Taken alike, or refused alike.
+        match (url.parse::<PgConnectOptions>(), Database::parse(url)) {
+            (Ok(sqlx), Ok(ours)) => {
+                assert_eq!(
+                    format!("{:?}", ours.hosts()[0]),
+                    format!("{sqlx:?}"),
+                    "{url}"
+                );
+            }
+            (Err(_), Err(_)) => {}
+            (sqlx, ours) => panic!("{url}: sqlx {sqlx:?}, ours {ours:?}"),
+        }
+    }
+}
+
+#[test]
 fn the_formation_url_lists_every_host_in_order_with_the_same_database() {
     let database =
         parsed("postgres://h:5501,h:5502,h:5503/order_service?target_session_attrs=read-write");
