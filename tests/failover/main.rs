@@ -6,6 +6,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod start;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -94,14 +95,14 @@ async fn write(app: &App, order: Uuid) {
     .await;
 }
 
-async fn admin(pg: &PrivatePostgres, database: &str) -> PgConnection {
+pub(crate) async fn admin(pg: &PrivatePostgres, database: &str) -> PgConnection {
     PgConnection::connect(&pg.url(database))
         .await
         .expect("an admin connection")
 }
 
 /// Makes the node refuse (or take) writes in every session, existing ones included.
-async fn set_read_only(pg: &PrivatePostgres, read_only: bool) {
+pub(crate) async fn set_read_only(pg: &PrivatePostgres, read_only: bool) {
     let mut conn = admin(pg, "postgres").await;
     let statement = if read_only {
         "ALTER SYSTEM SET default_transaction_read_only = on"
