@@ -67,14 +67,22 @@ impl PrivatePostgres {
     }
 }
 
-impl Drop for PrivatePostgres {
-    fn drop(&mut self) {
+impl PrivatePostgres {
+    /// Stops the server at once, as a crash would: every connection is cut, and its port
+    /// refuses new ones.
+    pub fn kill(&self) {
         let _ = Command::new("runuser")
             .args(["-u", "postgres", "--", &format!("{PG_BIN}/pg_ctl"), "-D"])
             .arg(self.dir.join("data"))
             .args(["-m", "immediate", "-w", "stop"])
             .stdin(Stdio::null())
             .output();
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -29,7 +29,7 @@ use common::private_postgres::PrivatePostgres;
 const GIVE_UP: Duration = Duration::from_secs(30);
 
 #[tokio::test]
-async fn writes_follow_the_writable_node_when_the_roles_swap_without_a_restart() {
+async fn writes_follow_the_writable_node_when_the_roles_swap_or_it_dies_without_a_restart() {
     let (a, b) = (PrivatePostgres::start(), PrivatePostgres::start());
     // b has the schema (as a standby would) but refuses writes; it is listed first.
     store::prepare_database(
@@ -69,6 +69,13 @@ async fn writes_follow_the_writable_node_when_the_roles_swap_without_a_restart()
     write(&app, third).await;
     assert_eq!(orders_on(&a).await, BTreeSet::from([first, third]));
     assert_eq!(orders_on(&b).await, BTreeSet::from([second]));
+
+    // The writable node dies outright (its port refuses connections) and b takes writes.
+    set_read_only(&b, false).await;
+    a.kill();
+    let fourth = Uuid::new_v4();
+    write(&app, fourth).await;
+    assert_eq!(orders_on(&b).await, BTreeSet::from([second, fourth]));
 }
 
 /// Places `order` through the application, retrying (the same order, so a retry that finds it
