@@ -95,9 +95,8 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Migrate => {
             telemetry::init_logging(cli.config.log_format);
-            let options =
-                store::connect_options(&cli.config.database_url, cli.config.lock_timeout())?;
-            store::prepare_database(&options).await?;
+            let database = store::database(&cli.config.database_url, cli.config.lock_timeout())?;
+            store::prepare(&database).await?;
             tracing::info!("database ready");
             Ok(())
         }

@@ -40,10 +40,10 @@ impl Service {
     /// the listener.
     pub async fn build(config: Config, shutdown: &CancellationToken) -> anyhow::Result<Self> {
         let http_settings = http_settings(&config)?;
-        let options = store::connect_options(&config.database_url, config.lock_timeout())
+        let database = store::database(&config.database_url, config.lock_timeout())
             .context("DATABASE_URL is not a valid Postgres URL")?;
-        wait_for_database(&options, shutdown).await?;
-        let pool = store::pool(options, config.db_max_connections);
+        wait_for_database(&database, shutdown).await?;
+        let pool = database.pool(config.db_max_connections);
         // Replays go where the topology binds the inbox: every inbound type.
         let app = App::new(pool.clone()).replaying_to(
             &config.amqp.inbound_exchange,
@@ -197,12 +197,12 @@ fn http_settings(config: &Config) -> anyhow::Result<HttpSettings> {
 }
 
 async fn wait_for_database(
-    options: &sqlx::postgres::PgConnectOptions,
+    database: &store::Database,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
     let mut delay = Duration::from_millis(250);
     loop {
-        match store::prepare_database(options).await {
+        match store::prepare(database).await {
             Ok(()) => return Ok(()),
             Err(store::StoreError::Unavailable(cause)) => {
                 tracing::warn!(%cause, retry_in = ?delay, "postgres is not reachable yet");

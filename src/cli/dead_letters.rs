@@ -94,8 +94,8 @@ impl From<Status> for DeadLetterStatus {
 
 /// Runs the subcommand against the configured database; what it prints goes to stdout.
 pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
-    let options = store::connect_options(&config.database_url, config.lock_timeout())?;
-    let app = App::new(store::pool(options, 2)).replaying_to(
+    let database = store::database(&config.database_url, config.lock_timeout())?;
+    let app = App::new(database.pool(2)).replaying_to(
         &config.amqp.inbound_exchange,
         ReplayRoutes::new(INBOUND_TYPES),
     );

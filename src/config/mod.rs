@@ -109,7 +109,9 @@ pub struct Config {
         hide_env_values = true,
         hide_default_value = true,
         help = url_help(
-            "Postgres; the database is created if missing and migrated at start.",
+            "Postgres: one host, or several in libpq's form (h1:p1,h2:p2 with \
+             target_session_attrs, default read-write), followed across failovers; the \
+             database is created if missing and migrated at start.",
             DEFAULT_DATABASE_URL,
         )
     )]

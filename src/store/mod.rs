@@ -9,6 +9,7 @@
 pub mod dead_letter_actions;
 pub mod dead_letters;
 mod error;
+pub mod failover;
 pub mod keys;
 pub mod order_changes;
 pub mod orders;
@@ -23,6 +24,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 
 pub use error::StoreError;
+pub use failover::Database;
 
 /// What a guarded write did: it found the rows as the caller read them and changed them, or
 /// another writer got there first and nothing was written (the caller re-reads and decides
@@ -59,7 +61,20 @@ pub fn connect_options(
     lock_timeout: Duration,
 ) -> Result<PgConnectOptions, sqlx::Error> {
     let options: PgConnectOptions = database_url.parse()?;
-    Ok(options.options([("lock_timeout", format!("{}ms", lock_timeout.as_millis()))]))
+    Ok(waiting_for_locks(options, lock_timeout))
+}
+
+/// The hosts `database_url` lists (one, or several in libpq's form: [`failover`]), each with
+/// the `lock_timeout` of [`connect_options`].
+pub fn database(
+    database_url: &str,
+    lock_timeout: Duration,
+) -> Result<Database, failover::UrlError> {
+    Ok(Database::parse(database_url)?.map_hosts(|host| waiting_for_locks(host, lock_timeout)))
+}
+
+fn waiting_for_locks(options: PgConnectOptions, lock_timeout: Duration) -> PgConnectOptions {
+    options.options([("lock_timeout", format!("{}ms", lock_timeout.as_millis()))])
 }
 
 /// Until the end of the transaction `tx` is in, a statement waits at most `wait` for a lock
@@ -82,6 +97,23 @@ pub fn pool(options: PgConnectOptions, max_connections: u32) -> PgPool {
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(3))
         .connect_lazy_with(options)
+}
+
+/// [`prepare_database`] on the first host of `database` with the role it asks for (the
+/// writable one, by default), so that a standby listed first is never asked to create or migrate.
+pub async fn prepare(database: &Database) -> Result<(), StoreError> {
+    if let [one] = database.hosts() {
+        return prepare_database(one).await;
+    }
+    // Asked on the maintenance database: the service's own may not exist yet.
+    let (index, conn) = database
+        .clone()
+        .map_hosts(|host| host.database("postgres"))
+        .find()
+        .await
+        .map_err(|no_host| StoreError::Unavailable(no_host.last))?;
+    conn.close().await?;
+    prepare_database(&database.hosts()[index]).await
 }
 
 /// Creates the database named in `options` if it does not exist, then applies the migrations.

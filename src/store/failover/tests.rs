@@ -1,0 +1,225 @@
+//! Every form of `DATABASE_URL` the service takes, and every way one is refused.
+
+use super::*;
+
+fn parsed(url: &str) -> Database {
+    Database::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"))
+}
+
+fn refused(url: &str) -> String {
+    match Database::parse(url) {
+        Ok(database) => panic!("{url} was taken: {database:?}"),
+        Err(error) => {
+            let mut text = error.to_string();
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                text.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            text
+        }
+    }
+}
+
+fn addresses(database: &Database) -> Vec<(String, u16)> {
+    database
+        .hosts()
+        .iter()
+        .map(|host| (host.get_host().to_owned(), host.get_port()))
+        .collect()
+}
+
+#[test]
+fn a_single_host_url_reads_as_sqlx_reads_it() {
+    let url = "postgres://app:secret@db.internal:6432/orders?sslmode=disable&application_name=svc";
+    let database = parsed(url);
+    let ours = &database.hosts()[0];
+    let sqlx: PgConnectOptions = url.parse().expect("sqlx takes it");
+    assert_eq!(database.hosts().len(), 1);
+    assert_eq!(format!("{ours:?}"), format!("{sqlx:?}"));
+    assert_eq!(ours.get_database(), Some("orders"));
+    assert_eq!(ours.get_application_name(), Some("svc"));
+}
+
+#[test]
+fn a_single_host_url_without_a_host_or_with_a_socket_is_left_to_sqlx_as_before() {
+    for url in [
+        "postgres:///orders",
+        "postgresql://app@/orders?host=/var/run/postgresql",
+        "postgres://%2Fvar%2Frun%2Fpostgresql/orders",
+        "postgres://app@[::1]:6432/orders",
+    ] {
+        // Taken alike, or refused alike.
+        match (url.parse::<PgConnectOptions>(), Database::parse(url)) {
+            (Ok(sqlx), Ok(ours)) => {
+                assert_eq!(
+                    format!("{:?}", ours.hosts()[0]),
+                    format!("{sqlx:?}"),
+                    "{url}"
+                );
+            }
+            (Err(_), Err(_)) => {}
+            (sqlx, ours) => panic!("{url}: sqlx {sqlx:?}, ours {ours:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_formation_url_lists_every_host_in_order_with_the_same_database() {
+    let database =
+        parsed("postgres://h:5501,h:5502,h:5503/order_service?target_session_attrs=read-write");
+    assert_eq!(
+        addresses(&database),
+        [("h".into(), 5501), ("h".into(), 5502), ("h".into(), 5503)]
+    );
+    assert!(
+        database
+            .hosts()
+            .iter()
+            .all(|host| host.get_database() == Some("order_service"))
+    );
+    assert_eq!(database.attrs(), SessionAttrs::ReadWrite);
+}
+
+#[test]
+fn names_ipv4_and_bracketed_ipv6_hosts_mix_and_a_missing_port_is_5432() {
+    let database = parsed("postgresql://u@db-1.example,10.0.0.7:5433,[::1]:5434,[fe80::2]/x");
+    assert_eq!(
+        addresses(&database),
+        [
+            ("db-1.example".into(), 5432),
+            ("10.0.0.7".into(), 5433),
+            ("[::1]".into(), 5434),
+            ("[fe80::2]".into(), 5432),
+        ]
+    );
+}
+
+#[test]
+fn every_other_parameter_reaches_every_host() {
+    let database = parsed(
+        "postgres://app:p%40ss@a:1,b:2/db?sslmode=require&application_name=svc&options=-c%20search_path%3Dx",
+    );
+    for host in database.hosts() {
+        assert_eq!(host.get_username(), "app");
+        assert_eq!(host.get_database(), Some("db"));
+        assert_eq!(host.get_application_name(), Some("svc"));
+        assert!(matches!(
+            host.get_ssl_mode(),
+            sqlx::postgres::PgSslMode::Require
+        ));
+        assert_eq!(host.get_options(), Some("-c search_path=x"));
+    }
+}
+
+#[test]
+fn target_session_attrs_any_read_write_and_primary_are_taken_and_read_write_is_the_default() {
+    let attrs = |query: &str| parsed(&format!("postgres://a,b/db{query}")).attrs();
+    assert_eq!(attrs(""), SessionAttrs::ReadWrite);
+    assert_eq!(attrs("?target_session_attrs=any"), SessionAttrs::Any);
+    assert_eq!(
+        attrs("?target_session_attrs=read-write"),
+        SessionAttrs::ReadWrite
+    );
+    assert_eq!(
+        attrs("?target_session_attrs=primary"),
+        SessionAttrs::Primary
+    );
+}
+
+#[test]
+fn connect_timeout_bounds_each_host_as_libpq_counts_it() {
+    let timeout = |query: &str| parsed(&format!("postgres://a,b/db{query}")).connect_timeout();
+    assert_eq!(timeout(""), DEFAULT_CONNECT_TIMEOUT);
+    assert_eq!(timeout("?connect_timeout=7"), Duration::from_secs(7));
+    assert_eq!(timeout("?connect_timeout=1"), Duration::from_secs(2));
+    assert_eq!(timeout("?connect_timeout=0"), Duration::MAX);
+}
+
+#[test]
+fn a_port_list_gives_one_port_per_host_and_a_single_port_gives_it_to_all() {
+    let each = parsed("postgres://a,b/db?port=5501,5502");
+    assert_eq!(addresses(&each), [("a".into(), 5501), ("b".into(), 5502)]);
+    let all = parsed("postgres://a,b/db?port=5501");
+    assert_eq!(addresses(&all), [("a".into(), 5501), ("b".into(), 5501)]);
+}
+
+#[test]
+fn the_key_value_form_is_taken_too() {
+    let database = parsed(
+        "host=a,b,::1 port=5501,5502,5503 dbname=orders user=app password='it\\'s q' target_session_attrs=primary sslmode=disable",
+    );
+    assert_eq!(
+        addresses(&database),
+        [
+            ("a".into(), 5501),
+            ("b".into(), 5502),
+            ("[::1]".into(), 5503)
+        ]
+    );
+    assert_eq!(database.attrs(), SessionAttrs::Primary);
+    let first = &database.hosts()[0];
+    assert_eq!(first.get_database(), Some("orders"));
+    assert_eq!(first.get_username(), "app");
+}
+
+#[test]
+fn the_debug_form_names_hosts_but_not_the_password() {
+    let shown = format!("{:?}", parsed("postgres://app:s3cret@a:1,b/db"));
+    assert!(shown.contains("a:1") && shown.contains("b:5432"), "{shown}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+}
+
+#[test]
+fn a_malformed_url_is_refused_naming_the_part_and_never_the_password() {
+    let cases = [
+        ("mysql://app:s3cret@a/db", "must start with postgres://"),
+        (
+            "postgres://app:s3cret@a,,b/db",
+            "host 2 of DATABASE_URL is empty",
+        ),
+        (
+            "postgres://app:s3cret@a,b:99999/db",
+            "port of host 2 of DATABASE_URL (99999)",
+        ),
+        (
+            "postgres://app:s3cret@a,b:x/db",
+            "port of host 2 of DATABASE_URL (x)",
+        ),
+        (
+            "postgres://app:s3cret@[::1/db",
+            "host 1 of DATABASE_URL ([::1)",
+        ),
+        (
+            "postgres://app:s3cret@[::1]x/db",
+            "host 1 of DATABASE_URL ([::1]x)",
+        ),
+        (
+            "postgres://app:s3cret@a,b,c/db?port=1,2",
+            "lists 3 hosts but 2 ports",
+        ),
+        (
+            "postgres://app:s3cret@a,b/db?target_session_attrs=standby",
+            "target_session_attrs=standby",
+        ),
+        (
+            "postgres://app:s3cret@a,b/db?connect_timeout=soon",
+            "connect_timeout=soon",
+        ),
+        (
+            "postgres://app:s3cret@a,b/db?sslmode=sometimes",
+            "host 1 of DATABASE_URL (a)",
+        ),
+        ("host=a password=s3cret dbname", "`dbname` is not key=value"),
+        ("host=a password='s3cret", "`password` is not key=value"),
+        (
+            "password=s3cret dbname=x",
+            "host 1 of DATABASE_URL is empty",
+        ),
+    ];
+    for (url, part) in cases {
+        let message = refused(url);
+        assert!(message.contains(part), "{url}: {message}");
+        assert!(!message.contains("s3cret"), "{url}: {message}");
+    }
+}
