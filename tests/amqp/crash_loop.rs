@@ -133,6 +133,39 @@ impl Drop for Policy {
     }
 }
 
+/// Runs a `rabbitmqctl set_policy` command the service logs, naming the policy `name` (cleared
+/// when the returned guard drops).
+fn apply_policy(command: &str, name: &str) -> Policy {
+    let policy = Policy(name.to_owned());
+    let output = Command::new("sh")
+        .args(["-c", command])
+        .output()
+        .expect("run the policy command");
+    assert!(
+        output.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    policy
+}
+
+/// The policy that applies to `queue`, as `rabbitmqctl` lists it.
+fn policy_of(queue: &str) -> Option<String> {
+    let queues = Command::new("rabbitmqctl")
+        .args(["list_queues", "--quiet", "name", "policy"])
+        .output()
+        .expect("list queues");
+    let listing = String::from_utf8_lossy(&queues.stdout);
+    let line = listing
+        .lines()
+        .find(|l| l.starts_with(&format!("{queue}\t")))
+        .unwrap_or_else(|| panic!("{queue} is listed: {listing}"));
+    line.split('\t')
+        .nth(1)
+        .filter(|policy| !policy.is_empty())
+        .map(str::to_owned)
+}
+
 #[tokio::test]
 async fn an_inbox_declared_without_the_delivery_limit_is_consumed_as_it_is_and_a_policy_adds_it() {
     let config = test_config();
@@ -189,36 +222,9 @@ async fn an_inbox_declared_without_the_delivery_limit_is_consumed_as_it_is_and_a
     assert!(ready.is_ready());
 
     // The command the start-up error names gives the inbox the limit, without moving a message.
-    let command = h.topology.policy_command();
     let name = format!("{}.delivery-limit", h.topology.inbox);
-    let _policy = Policy(name.clone());
-    let output = Command::new("sh")
-        .args(["-c", &command])
-        .output()
-        .expect("run the policy command");
-    assert!(
-        output.status.success(),
-        "{command}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let queues = Command::new("rabbitmqctl")
-        .args(["list_queues", "--quiet", "name", "policy"])
-        .output()
-        .expect("list queues");
-    let listing = String::from_utf8_lossy(&queues.stdout);
-    let line = listing
-        .lines()
-        .find(|l| l.starts_with(&format!("{}\t", h.topology.inbox)))
-        .unwrap_or_else(|| {
-            panic!(
-                "the inbox is listed: {listing} {}",
-                String::from_utf8_lossy(&queues.stderr)
-            )
-        });
-    assert!(
-        line.ends_with(&format!("\t{name}")),
-        "the policy applies: {line}"
-    );
+    let _policy = apply_policy(&h.topology.policy_command(), &name);
+    assert_eq!(policy_of(&h.topology.inbox).as_deref(), Some(name.as_str()));
 }
 
 #[tokio::test]
@@ -259,28 +265,11 @@ async fn a_dead_letter_queue_declared_without_a_limit_is_parked_from_as_it_is_an
     assert_eq!(parked[0].reason_class, "poison");
 
     // The command the start-up error names gives it the limit and the last resort.
-    let command = h.topology.dead_letter_policy_command();
     let name = format!("{}.last-resort", h.topology.dead_letter_queue);
-    let _policy = Policy(name.clone());
-    let output = Command::new("sh")
-        .args(["-c", &command])
-        .output()
-        .expect("run the policy command");
-    assert!(
-        output.status.success(),
-        "{command}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let queues = Command::new("rabbitmqctl")
-        .args(["list_queues", "--quiet", "name", "policy"])
-        .output()
-        .expect("list queues");
-    let listing = String::from_utf8_lossy(&queues.stdout);
-    assert!(
-        listing
-            .lines()
-            .any(|l| l == format!("{}\t{name}", h.topology.dead_letter_queue)),
-        "the policy applies: {listing}"
+    let _policy = apply_policy(&h.topology.dead_letter_policy_command(), &name);
+    assert_eq!(
+        policy_of(&h.topology.dead_letter_queue).as_deref(),
+        Some(name.as_str())
     );
 }
 
