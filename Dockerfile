@@ -17,6 +17,8 @@ RUN cargo chef prepare --recipe-path recipe.json
 # Build: the service's dependencies from the recipe, then the service itself.
 FROM chef AS builder
 COPY --from=planner /app/recipe.json recipe.json
+# Patched dependencies (vendor/README.md) are sources the recipe does not carry.
+COPY vendor vendor
 RUN cargo chef cook --release --locked --recipe-path recipe.json --package order-service --bin order-service
 COPY . .
 RUN cargo build --release --locked --package order-service --bin order-service
