@@ -133,6 +133,33 @@ impl Drop for Policy {
     }
 }
 
+/// Declares `queue` as the previous version did: a durable quorum queue with `arguments` (text
+/// values) and nothing else.
+async fn declare_quorum(connection: &lapin::Connection, queue: &str, arguments: &[(&str, &str)]) {
+    let mut legacy = FieldTable::default();
+    legacy.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("quorum".into()),
+    );
+    for (name, value) in arguments {
+        legacy.insert((*name).into(), AMQPValue::LongString((*value).into()));
+    }
+    connection
+        .create_channel()
+        .await
+        .expect("channel")
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            },
+            legacy,
+        )
+        .await
+        .expect("declare the previous version's queue");
+}
+
 /// Runs a `rabbitmqctl set_policy` command the service logs, naming the policy `name` (cleared
 /// when the returned guard drops).
 fn apply_policy(command: &str, name: &str) -> Policy {
@@ -174,27 +201,12 @@ async fn an_inbox_declared_without_the_delivery_limit_is_consumed_as_it_is_and_a
     let connection = connect(AMQP_URL, "order-service tests, previous version")
         .await
         .expect("connect");
-    let channel = connection.create_channel().await.expect("channel");
-    let mut legacy = FieldTable::default();
-    legacy.insert(
-        "x-queue-type".into(),
-        AMQPValue::LongString("quorum".into()),
-    );
-    legacy.insert(
-        "x-dead-letter-exchange".into(),
-        AMQPValue::LongString(topology.dead_letter_exchange.as_str().into()),
-    );
-    channel
-        .queue_declare(
-            topology.inbox.as_str().into(),
-            QueueDeclareOptions {
-                durable: true,
-                ..QueueDeclareOptions::default()
-            },
-            legacy,
-        )
-        .await
-        .expect("declare the previous version's inbox");
+    declare_quorum(
+        &connection,
+        &topology.inbox,
+        &[("x-dead-letter-exchange", &topology.dead_letter_exchange)],
+    )
+    .await;
 
     // Declaring it with the limit is refused; the consumer's declaration uses it as it is.
     let refused = topology
@@ -236,23 +248,7 @@ async fn a_dead_letter_queue_declared_without_a_limit_is_parked_from_as_it_is_an
     let connection = connect(AMQP_URL, "order-service tests, previous version")
         .await
         .expect("connect");
-    let channel = connection.create_channel().await.expect("channel");
-    let mut legacy = FieldTable::default();
-    legacy.insert(
-        "x-queue-type".into(),
-        AMQPValue::LongString("quorum".into()),
-    );
-    channel
-        .queue_declare(
-            topology.dead_letter_queue.as_str().into(),
-            QueueDeclareOptions {
-                durable: true,
-                ..QueueDeclareOptions::default()
-            },
-            legacy,
-        )
-        .await
-        .expect("declare the previous version's dead-letter queue");
+    declare_quorum(&connection, &topology.dead_letter_queue, &[]).await;
     let _ = connection.close(200, "bye".into()).await;
 
     // Every component still starts on it, and a poison message is parked from it.
