@@ -22,6 +22,7 @@ use std::time::Duration;
 use sqlx::{Connection, PgConnection};
 use tracing::Instrument;
 
+use super::deadline;
 use super::request::{Effect, Request, Requested};
 use super::runner::{Step, step};
 use super::{App, AppError, Outcome};
@@ -74,7 +75,7 @@ impl App {
         if items.is_empty() {
             return Ok(vec![]);
         }
-        let ended = match self.in_one_transaction(items, lock_wait).await {
+        let ended = match deadline::bounded(self.in_one_transaction(items, lock_wait)).await {
             Ok(ended) => ended,
             Err(error @ AppError::Unavailable(_)) => return Err(error),
             // Nothing of it committed; alone, each item gets the answer it would have had.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::status_change::{Asked, StatusChange};
-use super::{App, AppError, Outcome};
+use super::{App, AppError, Outcome, deadline};
 use crate::domain::{Cause, DomainError, VersionMatch};
 use crate::store::orders;
 use crate::telemetry::TraceContext;
@@ -35,7 +35,12 @@ impl App {
         limit: u32,
         trace: &TraceContext,
     ) -> Result<Sweep, AppError> {
-        let overdue = orders::pending_older_than(&self.pool, timeout, i64::from(limit)).await?;
+        let overdue = deadline::bounded(orders::pending_older_than(
+            &self.pool,
+            timeout,
+            i64::from(limit),
+        ))
+        .await?;
         let mut sweep = Sweep {
             full: overdue.len() >= limit as usize,
             ..Sweep::default()

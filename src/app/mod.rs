@@ -40,7 +40,7 @@ use std::time::Duration;
 use sqlx::PgPool;
 
 pub use batch::{Item, ItemResult};
-pub use deadline::within;
+pub use deadline::{UNATTENDED_LIMIT, bounded, within};
 pub use error::AppError;
 pub use events::OutboundEnvelope;
 pub use expiry::Sweep;
@@ -95,11 +95,12 @@ impl App {
         self
     }
 
-    /// Whether the database answers now (within a short bound): what readiness reports.
-    pub async fn database_reachable(&self) -> bool {
+    /// Whether the database answers now (within a short bound) and would take a write: what
+    /// readiness reports.
+    pub async fn database_writable(&self) -> bool {
         matches!(
-            tokio::time::timeout(READINESS_TIMEOUT, store::ping(&self.pool)).await,
-            Ok(Ok(()))
+            tokio::time::timeout(READINESS_TIMEOUT, store::accepts_writes(&self.pool)).await,
+            Ok(Ok(true))
         )
     }
 }

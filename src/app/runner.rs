@@ -14,7 +14,7 @@ use std::future::Future;
 use sqlx::PgConnection;
 
 use super::keys::prior_change;
-use super::{App, AppError, Outcome};
+use super::{App, AppError, Outcome, deadline};
 use crate::domain::{Cause, DeadLetterAction, OrderStatus, TransitionKind};
 use crate::store::keys::{KeyHolder, Keyed};
 
@@ -96,8 +96,17 @@ pub(super) enum Step<T> {
 }
 
 impl App {
-    /// Runs `command` until it settles or fails for a reason of its own.
+    /// Runs `command` until it settles or fails for a reason of its own, within the caller's
+    /// deadline or [`deadline::UNATTENDED_LIMIT`].
     pub(super) async fn run<C: Command>(
+        &self,
+        command: &C,
+        cause: &Cause,
+    ) -> Result<Outcome<C::Output>, AppError> {
+        deadline::bounded(self.run_unbounded(command, cause)).await
+    }
+
+    async fn run_unbounded<C: Command>(
         &self,
         command: &C,
         cause: &Cause,

@@ -53,7 +53,7 @@ pub async fn ready(State(state): State<ApiState>) -> Result<axum::Json<Health>, 
         )
     };
     if !database_ready(&state).await {
-        return Err(unavailable("postgres is unreachable"));
+        return Err(unavailable("postgres is unreachable or accepts no writes"));
     }
     let problems = state.readiness.problems();
     if !problems.is_empty() {
@@ -76,10 +76,10 @@ pub async fn metrics(State(state): State<ApiState>) -> Response {
         .into_response()
 }
 
-/// Whether Postgres answers now, exported as `ready{component="database"}` (README
+/// Whether Postgres answers now and takes writes, exported as `ready{component="database"}` (README
 /// "Operations kit").
 async fn database_ready(state: &ApiState) -> bool {
-    let reachable = state.app.database_reachable().await;
+    let reachable = state.app.database_writable().await;
     health::record_database(reachable);
     reachable
 }

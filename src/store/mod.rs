@@ -154,8 +154,11 @@ pub async fn migrate(conn: &mut sqlx::PgConnection) -> Result<(), StoreError> {
         .map_err(StoreError::Migrate)
 }
 
-/// `SELECT 1`: is Postgres answering?
-pub async fn ping(pool: &PgPool) -> Result<(), StoreError> {
-    sqlx::query("SELECT 1").execute(pool).await?;
-    Ok(())
+/// Whether Postgres answers and a transaction there may write (`transaction_read_only` is
+/// `off`): `false` on a standby, or on a primary demoted or turned read-only during a failover.
+pub async fn accepts_writes(pool: &PgPool) -> Result<bool, StoreError> {
+    let read_only: String = sqlx::query_scalar("SHOW transaction_read_only")
+        .fetch_one(pool)
+        .await?;
+    Ok(read_only == "off")
 }

@@ -21,6 +21,7 @@ use tokio::time::{Instant, timeout_at};
 use super::message::{self, Unpublishable};
 use crate::amqp::connection::AmqpError;
 use crate::amqp::topology;
+use crate::app::bounded;
 use crate::store::StoreError;
 use crate::store::outbox::{self, SetAside, UnreadableRow};
 use crate::telemetry::{error_chain, escaped};
@@ -81,7 +82,7 @@ pub(super) async fn publish_batch(
     limit: u32,
     target: Target<'_>,
 ) -> Result<usize, BatchError> {
-    let Some(mut batch) = outbox::claim_batch(pool, limit).await? else {
+    let Some(mut batch) = bounded(outbox::claim_batch(pool, limit)).await? else {
         return Ok(0);
     };
     let rows = std::mem::take(&mut batch.rows);
@@ -136,7 +137,7 @@ pub(super) async fn publish_batch(
         settle(&mut in_flight, &mut settled, deadline).await;
     }
     drop(in_flight);
-    batch.finish(&settled.published, &settled.set_aside).await?;
+    bounded(batch.finish(&settled.published, &settled.set_aside)).await?;
     metrics::counter!("outbox_published_total").increment(settled.published.len() as u64);
     report(&settled.set_aside);
     drop(spans);

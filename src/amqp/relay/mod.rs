@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use self::batch::{BatchError, Target, publish_batch};
 use self::watch::{Progress, watch};
 use super::connection::{AmqpError, Backoff, Nodes, reconnecting};
-use crate::app::RelayWakeup;
+use crate::app::{RelayWakeup, bounded};
 use crate::config::{AmqpEndpoints, RelayConfig};
 use crate::health::Signal;
 use crate::store::StoreError;
@@ -177,9 +177,12 @@ impl Relay {
     }
 
     async fn listen(&self) -> Option<PgListener> {
-        let mut listener = PgListener::connect_with(&self.pool).await.ok()?;
-        listener.listen(NOTIFY_CHANNEL).await.ok()?;
-        Some(listener)
+        let listening = async {
+            let mut listener = PgListener::connect_with(&self.pool).await?;
+            listener.listen(NOTIFY_CHANNEL).await?;
+            Ok::<_, StoreError>(listener)
+        };
+        bounded(listening).await.ok()
     }
 
     /// Between batches: prune when due.
@@ -200,7 +203,7 @@ impl Relay {
 pub async fn prune(pool: &PgPool, retention: Duration) -> Result<u64, StoreError> {
     let mut total = 0;
     loop {
-        let pruned = outbox::prune(pool, retention, PRUNE_BATCH).await?;
+        let pruned = bounded(outbox::prune(pool, retention, PRUNE_BATCH)).await?;
         total += pruned;
         if pruned < PRUNE_BATCH as u64 {
             return Ok(total);

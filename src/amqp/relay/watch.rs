@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
+use crate::app::bounded;
 use crate::config::RelayConfig;
 use crate::health::Signal;
 use crate::store::outbox::{self, Backlog};
@@ -45,7 +46,7 @@ pub(super) async fn watch(
     shutdown: &CancellationToken,
 ) {
     while !shutdown.is_cancelled() {
-        match outbox::backlog(pool).await {
+        match bounded(outbox::backlog(pool)).await {
             Ok(backlog) => {
                 metrics::gauge!("outbox_backlog").set(backlog.events as f64);
                 metrics::gauge!("outbox_oldest_unpublished_age_seconds")

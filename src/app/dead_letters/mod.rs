@@ -9,7 +9,7 @@ use sqlx::PgConnection;
 use strum::VariantArray;
 
 use super::queries::Cursor;
-use super::{App, AppError};
+use super::{App, AppError, deadline};
 use crate::domain::{DeadLetterId, ReasonClass};
 use crate::store::dead_letter_actions::{self, TakenAction};
 use crate::store::dead_letters::{self, DeadLetter, ParkedGroup};
@@ -66,7 +66,7 @@ pub struct ParkedSummary {
 impl App {
     /// Parks a dead letter (the same message again is its row, `times` + 1, parked again).
     pub async fn park(&self, letter: &NewDeadLetter) -> Result<DeadLetterId, AppError> {
-        Ok(dead_letters::park(&self.pool, letter).await?)
+        deadline::bounded(async { Ok(dead_letters::park(&self.pool, letter).await?) }).await
     }
 
     pub async fn dead_letter(&self, id: DeadLetterId) -> Result<DeadLetterDetails, AppError> {
@@ -108,7 +108,7 @@ impl App {
 
     /// How many dead letters are parked, for every reason class (0 for those with none).
     pub async fn parked_by_class(&self) -> Result<Vec<(ReasonClass, i64)>, AppError> {
-        let counted = dead_letters::parked_by_class(&self.pool).await?;
+        let counted = deadline::bounded(dead_letters::parked_by_class(&self.pool)).await?;
         Ok(ReasonClass::VARIANTS
             .iter()
             .map(|class| {

@@ -4,20 +4,25 @@
 //! replace for the connections it opens next. So: a watcher task keeps one connection of its own
 //! to the chosen host and asks its role every [`WATCH_EVERY`] (or at once when the pool saw a
 //! wrong node); when that fails it searches the hosts in order (`Database::find`) and points
-//! the pool at the first that will do. Meanwhile the pool itself checks each connection: a new
-//! one on the wrong node is closed (`after_connect`), and an idle one is asked its role before
-//! it is handed out (`before_acquire`, in place of sqlx's ping), so a connection cut by a
-//! failover or left on a node turned read-only is dropped, never handed out again.
-
-use std::sync::Arc;
+//! the pool at the first that will do. Meanwhile the pool itself checks each connection, each
+//! check bounded by the connect timeout:
+//! - a new one on the wrong node is closed (`after_connect`);
+//! - one given back is asked its role before it goes back to the idle queue (`after_release`):
+//!   a connection cut by a failover, left on a node turned read-only, or on a node that stopped
+//!   answering (a paused VM: its socket stays open and silent) is dropped, never handed out
+//!   again, and never holds a place in the pool for longer than the timeout;
+//! - one that waited in the idle queue longer than [`WATCH_EVERY`] is asked again before it is
+//!   handed out (`before_acquire`, in place of sqlx's ping); a fresher one is not, since its
+//!   role was checked a moment ago and the watcher would have heard of a change since.
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgConnection, PgPool};
 use tokio::sync::Notify;
 
-use super::{Database, wrong_role};
+use super::{Database, Node, wrong_role};
 
 /// How often the watcher asks the chosen node its role.
 pub const WATCH_EVERY: Duration = Duration::from_secs(1);
@@ -28,6 +33,10 @@ struct Shared {
     suspect: Notify,
     /// The host the pool connects to now (an index into the hosts).
     chosen: AtomicUsize,
+    /// The server the watcher found there, as it names itself: a connection on any other is
+    /// not kept, even if that node still says it takes writes (an old primary let go after a
+    /// freeze does, until its keeper demotes it).
+    chosen_node: Mutex<Option<Node>>,
 }
 
 pub fn pool(database: Database, max_connections: u32) -> PgPool {
@@ -35,38 +44,61 @@ pub fn pool(database: Database, max_connections: u32) -> PgPool {
         database,
         suspect: Notify::new(),
         chosen: AtomicUsize::new(0),
+        chosen_node: Mutex::new(None),
     });
     let on_connect = Arc::clone(&shared);
     let on_acquire = Arc::clone(&shared);
+    let on_release = Arc::clone(&shared);
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(3))
         .after_connect(move |conn, _| {
             let shared = Arc::clone(&on_connect);
             Box::pin(async move {
-                if shared.database.is_acceptable(conn).await? {
+                if shared.still_acceptable(conn).await? {
                     return Ok(());
                 }
-                shared.suspect.notify_one();
                 // The pool closes it and connects again to whatever the watcher chose.
                 let host = &shared.database.hosts[shared.chosen.load(Ordering::Relaxed)];
                 Err(wrong_role(host, shared.database.attrs))
             })
         })
         .test_before_acquire(false)
-        .before_acquire(move |conn, _| {
+        .before_acquire(move |conn, meta| {
             let shared = Arc::clone(&on_acquire);
             Box::pin(async move {
-                let acceptable = shared.database.is_acceptable(conn).await;
-                if !matches!(acceptable, Ok(true)) {
-                    shared.suspect.notify_one();
+                if meta.idle_for < WATCH_EVERY {
+                    return Ok(true);
                 }
-                acceptable
+                shared.still_acceptable(conn).await
             })
+        })
+        .after_release(move |conn, _| {
+            let shared = Arc::clone(&on_release);
+            Box::pin(async move { shared.still_acceptable(conn).await })
         })
         .connect_lazy_with(shared.database.hosts[0].clone());
     tokio::spawn(watch(pool.clone(), shared));
     pool
+}
+
+impl Shared {
+    /// Whether a connection of the pool may be kept: its node still has the role wanted. Any
+    /// doubt (an error, no answer in time) wakes the watcher, and an `Err` makes sqlx drop the
+    /// connection without a goodbye, which a silent node would never answer.
+    async fn still_acceptable(&self, conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
+        let acceptable = self.database.report(conn).await.map(|report| {
+            let chosen = self
+                .chosen_node
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            self.database.wants(&report) && chosen.as_ref().is_none_or(|node| *node == report.node)
+        });
+        if !matches!(acceptable, Ok(true)) {
+            self.suspect.notify_one();
+        }
+        acceptable
+    }
 }
 
 /// Until the pool is closed: keep a connection to the chosen node, and when it fails or has
@@ -74,27 +106,14 @@ pub fn pool(database: Database, max_connections: u32) -> PgPool {
 async fn watch(pool: PgPool, shared: Arc<Shared>) {
     let closed = pool.close_event();
     tokio::pin!(closed);
-    let mut chosen: Option<(usize, PgConnection)> = None;
+    let mut chosen: Option<PgConnection> = None;
     loop {
         let fine = match chosen.as_mut() {
-            Some((_, conn)) => matches!(shared.database.is_acceptable(conn).await, Ok(true)),
+            Some(conn) => matches!(shared.database.is_acceptable(conn).await, Ok(true)),
             None => false,
         };
         if !fine {
-            chosen = None;
-            match shared.database.find().await {
-                Ok((index, conn)) => {
-                    if shared.chosen.swap(index, Ordering::Relaxed) != index {
-                        let host = &shared.database.hosts[index];
-                        tracing::info!(host = host.get_host(), port = host.get_port(), attrs = %shared.database.attrs, "postgres: new connections go to this host");
-                        pool.set_connect_options(host.clone());
-                    }
-                    chosen = Some((index, conn));
-                }
-                Err(error) => {
-                    tracing::warn!(%error, cause = %error.last, "postgres: no host will do yet");
-                }
-            }
+            chosen = choose(&pool, &shared).await;
         }
         tokio::select! {
             () = &mut closed => return,
@@ -102,4 +121,28 @@ async fn watch(pool: PgPool, shared: Arc<Shared>) {
             () = tokio::time::sleep(WATCH_EVERY) => {}
         }
     }
+}
+
+/// Finds the first host that will do, makes it (and the server there) the pool's choice, and
+/// returns the watcher's connection to it.
+async fn choose(pool: &PgPool, shared: &Shared) -> Option<PgConnection> {
+    let found = shared.database.find().await;
+    let (index, mut conn) = match found {
+        Ok(found) => found,
+        Err(error) => {
+            tracing::warn!(%error, cause = %error.last, "postgres: no host will do yet");
+            return None;
+        }
+    };
+    let report = shared.database.report(&mut conn).await.ok()?;
+    *shared
+        .chosen_node
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(report.node);
+    if shared.chosen.swap(index, Ordering::Relaxed) != index {
+        let host = &shared.database.hosts[index];
+        tracing::info!(host = host.get_host(), port = host.get_port(), attrs = %shared.database.attrs, "postgres: new connections go to this host");
+        pool.set_connect_options(host.clone());
+    }
+    Some(conn)
 }

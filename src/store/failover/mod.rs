@@ -71,6 +71,24 @@ pub struct WrongRole {
     pub attrs: SessionAttrs,
 }
 
+/// Which server a connection is on, as the server says (`inet_server_addr()`,
+/// `inet_server_port()`; both `None` over a Unix socket): how the pool tells a connection to the
+/// node it chose from one to another node, whatever name the URL gave either.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Node {
+    address: Option<String>,
+    port: Option<i32>,
+}
+
+/// A node's answer to the role check.
+struct NodeReport {
+    /// `transaction_read_only` is `off`.
+    writable: bool,
+    /// `pg_is_in_recovery()`.
+    standby: bool,
+    node: Node,
+}
+
 impl Database {
     /// `options` applied to every host (the service's `lock_timeout`, …).
     pub fn map_hosts(mut self, options: impl Fn(PgConnectOptions) -> PgConnectOptions) -> Self {
@@ -125,31 +143,37 @@ impl Database {
 
     /// Whether the node `conn` is on has the role wanted, asked within the connect timeout.
     async fn is_acceptable(&self, conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
-        let asked = async {
-            match self.attrs {
-                SessionAttrs::Any => conn.ping().await.map(|()| true),
-                SessionAttrs::ReadWrite => {
-                    sqlx::query_scalar::<_, String>("SHOW transaction_read_only")
-                        .fetch_one(&mut *conn)
-                        .await
-                        .map(|read_only| read_only == "off")
-                }
-                SessionAttrs::Primary => {
-                    sqlx::query_scalar::<_, bool>("SELECT pg_is_in_recovery()")
-                        .fetch_one(&mut *conn)
-                        .await
-                        .map(|standby| !standby)
-                }
-            }
-        };
-        tokio::time::timeout(self.connect_timeout, asked)
+        Ok(self.wants(&self.report(conn).await?))
+    }
+
+    /// What the node `conn` is on says of itself, asked within the connect timeout.
+    async fn report(&self, conn: &mut PgConnection) -> Result<NodeReport, sqlx::Error> {
+        let asked = sqlx::query_as::<_, (String, bool, Option<String>, Option<i32>)>(
+            "SELECT current_setting('transaction_read_only'), pg_is_in_recovery(), \
+             host(inet_server_addr()), inet_server_port()",
+        )
+        .fetch_one(conn);
+        let (read_only, standby, address, port) = tokio::time::timeout(self.connect_timeout, asked)
             .await
             .map_err(|_| {
                 sqlx::Error::Io(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
                     "no answer to the role check",
                 ))
-            })?
+            })??;
+        Ok(NodeReport {
+            writable: read_only == "off",
+            standby,
+            node: Node { address, port },
+        })
+    }
+
+    fn wants(&self, report: &NodeReport) -> bool {
+        match self.attrs {
+            SessionAttrs::Any => true,
+            SessionAttrs::ReadWrite => report.writable,
+            SessionAttrs::Primary => !report.standby,
+        }
     }
 
     /// The pool the service uses: on one host, the plain lazily connecting pool of
