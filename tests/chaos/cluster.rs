@@ -20,7 +20,7 @@ use tokio::process::{Child, Command};
 
 use crate::common::http;
 use crate::common::proxy::Proxy;
-use crate::common::{AMQP_URL, amqp_config, batch_env, eventually, topology_env};
+use crate::common::{AMQP_URL, amqp_config, batch_env, eventually, free_port, topology_env};
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
@@ -276,13 +276,6 @@ async fn subscribe(
             }
         }
     });
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 /// A Postgres cluster of the checker's own, in a temporary directory, run as `postgres`.

@@ -5,9 +5,9 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::check::{Delivered, Stored};
-use crate::instances::Instance;
-use crate::load::Tally;
+use crate::common::load::Tally;
+use crate::common::load::settled::{Delivered, Stored};
+use crate::common::service::Instance;
 
 /// What one node's death did.
 pub struct Kill {

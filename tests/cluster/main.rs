@@ -18,12 +18,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod check;
 mod figures;
-mod instances;
-mod load;
 mod node;
-mod publisher;
 mod rabbit;
 
 use std::sync::Arc;
@@ -37,10 +33,10 @@ use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
+use common::load::{self, Load, settled as check};
+use common::service::Instance;
 use common::{TestDb, amqp_config, eventually};
 use figures::{Kill, Timing};
-use instances::Instance;
-use load::Load;
 use rabbit::{NODE_START, RabbitCluster};
 
 const INSTANCES: usize = 2;
@@ -242,7 +238,7 @@ async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_
     }
     let orders_settled = quiet.elapsed();
     check::wait_for_outbox(&db.pool).await;
-    let queues = check::wait_for_empty_queues(&cluster, &capture).await;
+    let queues = cluster.wait_for_empty_queues(&capture).await;
     for instance in &instances {
         eventually("an instance to be ready at the end", NODE_START, || {
             instance.is_ready_now()

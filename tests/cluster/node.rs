@@ -1,19 +1,18 @@
 //! One node of the private cluster: its name, ports and directory (data, logs, configuration,
 //! environment file, pid file), the process that runs it, and the environment every RabbitMQ
 //! script gets here: nothing inherited, the cluster's own `HOME` (hence its cookie), an
-//! environment file of the node's own instead of the machine's. Also where the test draws the
-//! ports its nodes and instances listen on.
+//! environment file of the node's own instead of the machine's.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use tokio::process::{Child, Command};
 
+use crate::common::free_port;
+
 /// Where RabbitMQ's own scripts are; not the `/usr/sbin` wrappers, which switch to the
 /// `rabbitmq` user, whose home holds the machine broker's cookie.
 pub const SCRIPTS: &str = "/usr/lib/rabbitmq/bin";
-/// Where [`free_port`] draws the nodes' and instances' ports.
-const LISTEN_PORTS: std::ops::Range<u16> = 20_000..32_000;
 
 pub struct Node {
     pub name: String,
@@ -151,29 +150,4 @@ pub fn write_cookie(path: &Path) {
         .collect();
     std::fs::write(path, cookie).expect("the cookie");
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o400)).expect("cookie mode");
-}
-
-/// A port nothing listens on, drawn below the kernel's ephemeral range (32768 and up on Linux):
-/// a port from that range, released for a node to bind later, may meanwhile become the local
-/// end of some outgoing connection on the machine, and the node would fail to start.
-pub fn free_port() -> u16 {
-    loop {
-        let port = LISTEN_PORTS.start
-            + (getrandom::u32().expect("randomness")
-                % u32::from(LISTEN_PORTS.end - LISTEN_PORTS.start)) as u16;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() && taken(port) {
-            return port;
-        }
-    }
-}
-
-/// Takes `port` for this test if no other caller of [`free_port`] in this process has.
-fn taken(port: u16) -> bool {
-    static TAKEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut taken = TAKEN.lock().expect("ports");
-    if taken.contains(&port) {
-        return false;
-    }
-    taken.push(port);
-    true
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use crate::common::eventually;
+use crate::common::load::settled::QUIESCENCE;
 use crate::node::{Node, SCRIPTS, private_env, write_cookie};
 /// Bound on a node starting, or rejoining after a restart.
 pub const NODE_START: Duration = Duration::from_secs(90);
@@ -248,5 +249,21 @@ impl Drop for RabbitCluster {
         }
         self.nodes.clear();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl RabbitCluster {
+    /// Waits until no queue but `keep` holds a ready or unacknowledged message, as
+    /// `rabbitmqctl list_queues` reports them; returns that listing.
+    pub async fn wait_for_empty_queues(&self, keep: &str) -> Vec<(String, u64, u64)> {
+        eventually("every queue to be empty", QUIESCENCE, || async {
+            let queues = self.queues(0).await;
+            queues
+                .iter()
+                .filter(|(name, _, _)| name != keep)
+                .all(|(_, ready, unacked)| *ready == 0 && *unacked == 0)
+                .then_some(queues)
+        })
+        .await
     }
 }

@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use super::free_port;
+
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
 pub struct PrivatePostgres {
@@ -85,13 +87,6 @@ impl Drop for PrivatePostgres {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 fn path(path: &std::path::Path) -> &str {

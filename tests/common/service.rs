@@ -1,6 +1,6 @@
-//! The service under test: real `order-service` processes (the debug binary cargo built with the
-//! test) over one database, each given the whole cluster as its `AMQP_URL` list. Stopped with
-//! SIGTERM at the end, and killed when dropped, pass or fail.
+//! The service under test as operators run it: real `order-service` processes (the debug binary
+//! cargo built with the test), each given a `DATABASE_URL` and an `AMQP_URL` (either may list
+//! several hosts). Stopped with SIGTERM at the end, and killed when dropped, pass or fail.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -10,8 +10,7 @@ use tokio::process::{Child, Command};
 
 use order_service::config::AmqpConfig;
 
-use crate::common::{batch_env, http, topology_env};
-use crate::node::free_port;
+use super::{batch_env, free_port, http, topology_env};
 
 pub struct Instance {
     pub port: u16,
@@ -56,6 +55,13 @@ impl Instance {
             log,
             child: Some(child),
         }
+    }
+
+    /// Whether the process still runs (it never exited or restarted).
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
     }
 
     /// `Some` if `/health/ready` answers 200 now: a condition for `eventually`.

@@ -9,14 +9,17 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::common::http;
-use crate::publisher::Publisher;
+use self::publisher::Publisher;
+use super::http;
+
+pub mod publisher;
+pub mod settled;
 
 /// A publisher's pace: this many new orders every tick.
 const ORDERS_PER_TICK: usize = 2;
@@ -48,6 +51,43 @@ pub struct Tally {
     /// Answers 500: never expected, even while nodes die.
     pub server_errors: AtomicU64,
     pub requests_in_flight: AtomicI64,
+    /// Every request answered with a success: when it was sent and when the answer came.
+    pub acknowledged: Mutex<Vec<(Instant, Instant)>>,
+}
+
+impl Tally {
+    /// From `fault` to the first success of a request sent after it (`None`: none yet).
+    pub fn unavailable_after(&self, fault: Instant) -> Option<Duration> {
+        self.acknowledged
+            .lock()
+            .expect("acknowledged")
+            .iter()
+            .filter(|(sent, _)| *sent >= fault)
+            .map(|(_, answered)| *answered - fault)
+            .min()
+    }
+
+    /// The longest time between `from` and `to` in which no request was acknowledged: how long
+    /// writes were unavailable, as clients saw it, when the fault is not one instant (a
+    /// switchover asked at `from` takes its time to begin).
+    pub fn longest_silence(&self, from: Instant, to: Instant) -> Duration {
+        let mut answered: Vec<Instant> = self
+            .acknowledged
+            .lock()
+            .expect("acknowledged")
+            .iter()
+            .map(|(_, answered)| *answered)
+            .filter(|answered| (from..=to).contains(answered))
+            .collect();
+        answered.sort();
+        let mut last = from;
+        let mut longest = Duration::ZERO;
+        for at in answered.into_iter().chain(std::iter::once(to)) {
+            longest = longest.max(at - last);
+            last = at;
+        }
+        longest
+    }
 }
 
 pub struct Load {
@@ -265,10 +305,16 @@ async fn post(
         let tally = &load.tally;
         tally.requests.fetch_add(1, Ordering::Relaxed);
         tally.requests_in_flight.fetch_add(1, Ordering::Relaxed);
+        let sent = Instant::now();
         let answer = http::post(port, path, key, &body).await;
         tally.requests_in_flight.fetch_sub(1, Ordering::Relaxed);
         match answer {
-            Ok((200 | 201, _)) => return,
+            Ok((200 | 201, _)) => {
+                let answered = Instant::now();
+                let mut acknowledged = tally.acknowledged.lock().expect("acknowledged");
+                acknowledged.push((sent, answered));
+                return;
+            }
             Ok((409 | 503, _)) | Err(_) => {}
             Ok((500, _)) => {
                 tally.server_errors.fetch_add(1, Ordering::Relaxed);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::{BasicProperties, Channel, Connection};
 
-use crate::load::{Message, RETRY_PAUSE, Tally};
+use super::{Message, RETRY_PAUSE, Tally};
 use order_service::amqp::connect;
 
 /// Bound on each step (connect, publish, confirm, close).
