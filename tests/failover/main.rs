@@ -6,6 +6,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod formation;
+mod formation_under_load;
 mod start;
 
 use std::collections::BTreeSet;
