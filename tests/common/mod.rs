@@ -29,6 +29,7 @@ use order_service::config::AmqpConfig;
 use order_service::store;
 
 pub mod http;
+mod postgres_relay;
 pub mod private_postgres;
 pub mod proxy;
 pub mod raw_amqp;
