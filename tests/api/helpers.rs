@@ -27,13 +27,16 @@ use order_service::auth::{AuthMode, ClientRegistry, TokenDigest};
 use order_service::config::{DEFAULT_AMQP_DELIVERY_LIMIT, DEFAULT_INBOUND_EXCHANGE};
 use order_service::domain::ReplayRoutes;
 use order_service::http::{self, ApiState, ConnectionLimits, HttpSettings};
-use order_service::telemetry;
+use order_service::{store, telemetry};
 
 pub use crate::common::ADMIN_URL;
+use crate::common::proxy::Proxy;
 use crate::common::{TestDb, eventually};
 
 pub struct TestApp {
     pub router: Router,
+    /// A pool of the test's database, straight to Postgres (the router's may go through a
+    /// proxy: [`TestApp::spawn_behind_proxy`]).
     pub pool: PgPool,
     /// The test's database; dropping it drops the database.
     pub db: TestDb,
@@ -155,6 +158,30 @@ impl TestApp {
             pool,
             db,
         }
+    }
+
+    /// A test app whose router reaches its database through a proxy the test can cut (at a
+    /// commit, say); [`TestApp::pool`] and the helpers' reads do not go through it.
+    pub async fn spawn_behind_proxy() -> (Self, Proxy) {
+        let lock_timeout = order_service::config::DEFAULT_LOCK_TIMEOUT;
+        let db = TestDb::create_with_pool(lock_timeout, 4).await;
+        let proxy = Proxy::postgres(SocketAddr::from(([127, 0, 0, 1], 5432))).await;
+        let url = format!(
+            "postgres://postgres@127.0.0.1:{}/{}?sslmode=disable",
+            proxy.port, db.name
+        );
+        let options = store::connect_options(&url, lock_timeout).expect("valid url");
+        let state = ApiState {
+            app: app_over(store::pool(options, 4)),
+            metrics: telemetry::metrics(),
+            readiness: Default::default(),
+        };
+        let app = Self {
+            router: http::router(state),
+            pool: db.pool.clone(),
+            db,
+        };
+        (app, proxy)
     }
 
     /// A test app whose router enforces authentication for these clients, each

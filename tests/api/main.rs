@@ -7,6 +7,7 @@ mod asyncapi;
 mod auth;
 mod bad_input;
 mod cli;
+mod commit_cut;
 mod conditional_requests;
 mod dead_letters;
 mod events_page;

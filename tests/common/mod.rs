@@ -30,6 +30,7 @@ use order_service::store;
 
 pub mod http;
 pub mod load;
+mod postgres_relay;
 pub mod private_postgres;
 pub mod proxy;
 pub mod raw_amqp;

@@ -1,24 +1,42 @@
 //! A TCP proxy the tests can cut: it stands between the service and Postgres or RabbitMQ, so a
 //! test can make a dependency unreachable (and reachable again) without touching the shared
-//! server other tests use.
+//! server other tests use. A proxy to Postgres ([`Proxy::postgres`]) can also cut one
+//! connection at the commit of a transaction ([`Proxy::cut_next_commit`]), so that its client
+//! cannot know whether the transaction committed.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+
+pub use super::postgres_relay::CommitCut;
+use super::postgres_relay::relay as relay_postgres;
 
 pub struct Proxy {
     pub port: u16,
     up: Arc<AtomicBool>,
     turned_away: Arc<AtomicU64>,
     cut: watch::Sender<u64>,
+    /// The cut [`Proxy::cut_next_commit`] armed; taken by the first commit through the proxy.
+    at_commit: Arc<Mutex<Option<CommitCut>>>,
 }
 
 impl Proxy {
-    /// Listens on an ephemeral port and forwards to `target`.
+    /// Listens on an ephemeral port and forwards to `target`, byte for byte.
     pub async fn start(target: SocketAddr) -> Self {
+        Self::listen(target, false).await
+    }
+
+    /// Listens on an ephemeral port and forwards to `target`, a Postgres server, message by
+    /// message, so that [`Proxy::cut_next_commit`] can find the commits. It declines SSL itself:
+    /// its clients talk to it in plain text.
+    pub async fn postgres(target: SocketAddr) -> Self {
+        Self::listen(target, true).await
+    }
+
+    async fn listen(target: SocketAddr, postgres: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let port = listener.local_addr().expect("local addr").port();
         let up = Arc::new(AtomicBool::new(true));
@@ -27,20 +45,23 @@ impl Proxy {
         let accepting = up.clone();
         let refusals = turned_away.clone();
         let cuts = cut.clone();
+        let at_commit = Arc::new(Mutex::new(None));
+        let armed = at_commit.clone();
         tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
+            while let Ok((client, _)) = listener.accept().await {
                 if !accepting.load(Ordering::SeqCst) {
                     refusals.fetch_add(1, Ordering::SeqCst);
                     drop(client);
                     continue;
                 }
                 let mut cut = cuts.subscribe();
+                let armed = armed.clone();
                 tokio::spawn(async move {
-                    let Ok(mut server) = TcpStream::connect(target).await else {
+                    let Ok(server) = TcpStream::connect(target).await else {
                         return;
                     };
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = relay(client, server, postgres.then_some(&*armed)) => {}
                         _ = cut.changed() => {}
                     }
                 });
@@ -51,7 +72,19 @@ impl Proxy {
             up,
             turned_away,
             cut,
+            at_commit,
         }
+    }
+
+    /// Cuts the connection of the next transaction to commit through this proxy, as `how`
+    /// says; one shot: the commits after it go through. Only a [`Proxy::postgres`] sees commits.
+    pub fn cut_next_commit(&self, how: CommitCut) {
+        *self.at_commit.lock().unwrap() = Some(how);
+    }
+
+    /// No cut is armed any more: the one [`Proxy::cut_next_commit`] armed has happened.
+    pub fn commit_was_cut(&self) -> bool {
+        self.at_commit.lock().unwrap().is_none()
     }
 
     /// Drops every open connection and refuses new ones until [`Proxy::restore`].
@@ -69,4 +102,19 @@ impl Proxy {
     pub fn turned_away(&self) -> u64 {
         self.turned_away.load(Ordering::SeqCst)
     }
+}
+
+/// Relays one connection until either side closes: message by message with the cuts `armed` to
+/// Postgres holds, else byte for byte.
+async fn relay(
+    mut client: TcpStream,
+    mut server: TcpStream,
+    armed: Option<&Mutex<Option<CommitCut>>>,
+) {
+    let _ = match armed {
+        Some(armed) => relay_postgres(client, server, armed).await,
+        None => tokio::io::copy_bidirectional(&mut client, &mut server)
+            .await
+            .map(drop),
+    };
 }
