@@ -1,4 +1,4 @@
-//! The store over several Postgres hosts (README "Running at scale → Postgres"): with
+//! The store over several Postgres hosts (docs/postgres-failover.md): with
 //! `target_session_attrs=read-write` every write goes to the node that accepts writes, and
 //! after the roles swap the same pool finds the new one without a restart. Two private servers
 //! stand in for a primary and a standby: `default_transaction_read_only = on` makes a node

@@ -1,5 +1,6 @@
-//! Several Postgres hosts behind one `DATABASE_URL`, as libpq takes them (README "Running at
-//! scale → Postgres"): which host a connection goes to and which connections the pool may keep.
+//! Several Postgres hosts behind one `DATABASE_URL`, as libpq takes them
+//! (docs/postgres-failover.md): which host a connection goes to and which connections the pool
+//! may keep.
 //! `parse` reads the URL; this module checks a node's role (`target_session_attrs`) and finds
 //! the first host that has it; `follow` keeps a pool on that host across failovers. One host
 //! behaves as it always did: a plain pool, no checks.
