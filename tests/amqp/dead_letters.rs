@@ -4,6 +4,7 @@
 //! data model absorbs a replayed duplicate.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use lapin::BasicProperties;
@@ -11,6 +12,10 @@ use lapin::options::{BasicAckOptions, BasicGetOptions, QueueBindOptions, QueueDe
 use lapin::types::{AMQPValue, FieldTable};
 use serde_json::{Value, json};
 use uuid::Uuid;
+
+use order_service::app::App;
+use order_service::config::DEFAULT_LOCK_TIMEOUT;
+use order_service::store;
 
 use crate::common::proxy::Proxy;
 use crate::common::{AMQP_URL, eventually};
@@ -419,4 +424,27 @@ async fn the_parker_is_not_ready_while_it_cannot_reach_the_broker_and_parks_once
     let parked = h.wait_for_parked(1).await;
     assert_eq!(parked[0].body, b"{");
     assert!(ready.is_ready());
+}
+
+#[tokio::test]
+async fn the_parker_keeps_a_dead_letter_while_postgres_is_unreachable_and_parks_it_once_it_is_back()
+{
+    let mut h = Harness::start().await;
+    let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5432))).await;
+    let url =
+        h.db.url
+            .replace("127.0.0.1:5432/", &format!("127.0.0.1:{}/", proxy.port));
+    let options = store::connect_options(&url, DEFAULT_LOCK_TIMEOUT).expect("the URL");
+    let app = App::new(store::pool(options, 2));
+    proxy.sever();
+    h.spawn_parker_with(app, AMQP_URL);
+    h.publish_dead_letter("order.placed", b"{", BasicProperties::default())
+        .await;
+    // Several attempts fail meanwhile (the parker backs off from 250 ms).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(h.parked().await.is_empty());
+
+    proxy.restore();
+    let parked = h.wait_for_parked(1).await;
+    assert_eq!(parked[0].body, b"{");
 }

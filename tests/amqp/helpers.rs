@@ -161,13 +161,13 @@ impl Harness {
     }
 
     pub fn spawn_parker_on(&mut self, amqp_url: &str) -> Signal {
+        self.spawn_parker_with(self.app.clone(), amqp_url)
+    }
+
+    /// A parker over `app` (one whose pool goes through a proxy, say).
+    pub fn spawn_parker_with(&mut self, app: App, amqp_url: &str) -> Signal {
         let ready = Readiness::default().register("parker");
-        let parker = Parker::new(
-            self.app.clone(),
-            &endpoints(amqp_url),
-            &self.config,
-            ready.clone(),
-        );
+        let parker = Parker::new(app, &endpoints(amqp_url), &self.config, ready.clone());
         let token = CancellationToken::new();
         let handle = tokio::spawn(parker.run(token.clone()));
         self.consumers.push((token, handle));

@@ -3,6 +3,7 @@
 //! shipped orders are never touched, and a payment racing the timer either wins or is recorded on
 //! the cancelled order as money to give back.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::http::StatusCode;
@@ -15,6 +16,7 @@ use order_service::telemetry::TraceContext;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::eventually;
+use crate::common::proxy::Proxy;
 use crate::helpers::{MoneyRow, TestApp, payment_body, unique_key};
 
 const LIMIT: u32 = 100;
@@ -313,6 +315,67 @@ async fn a_service_started_with_a_payment_timeout_expires_unpaid_orders_on_its_o
     );
     let row = app.row(paid).await;
     assert_eq!((row.status.as_str(), row.version), ("PAID", 2));
+}
+
+#[tokio::test]
+async fn the_expiry_sweep_resumes_by_itself_after_postgres_was_unreachable() {
+    use clap::Parser;
+    use order_service::config::Config;
+    use order_service::startup::Service;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        config: Config,
+    }
+
+    let app = TestApp::spawn().await;
+    let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5432))).await;
+    let url = app
+        .db
+        .url
+        .replace("127.0.0.1:5432/", &format!("127.0.0.1:{}/", proxy.port));
+    let config = Cli::parse_from([
+        "order-service",
+        "--http-addr",
+        "127.0.0.1:0",
+        "--database-url",
+        url.as_str(),
+        "--db-max-connections",
+        "4",
+        "--amqp-enabled",
+        "false",
+        "--order-payment-timeout-secs",
+        "1",
+        "--order-expiry-sweep-secs",
+        "1",
+    ])
+    .config;
+    let shutdown = CancellationToken::new();
+    let service = Service::build(config, &shutdown)
+        .await
+        .expect("the service starts");
+    proxy.sever();
+    let running = tokio::spawn(service.run_until(shutdown.clone()));
+    // Placed through the test's own router, not the service whose database is cut: overdue
+    // while its sweeps fail.
+    let unpaid = app.placed_order(1000).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(app.row(unpaid).await.status, "PENDING_PAYMENT");
+
+    proxy.restore();
+    eventually(
+        "the sweep to expire the unpaid order once Postgres is back",
+        Duration::from_secs(30),
+        || async { (app.row(unpaid).await.status == "CANCELLED").then_some(()) },
+    )
+    .await;
+    shutdown.cancel();
+    running
+        .await
+        .expect("the service task")
+        .expect("the service stops cleanly");
+    assert_expired_by_the_timer(&app, unpaid).await;
 }
 
 #[tokio::test]
