@@ -12,8 +12,15 @@
 //!   answering (a paused VM: its socket stays open and silent) is dropped, never handed out
 //!   again, and never holds a place in the pool for longer than the timeout;
 //! - one that waited in the idle queue longer than [`WATCH_EVERY`] is asked again before it is
-//!   handed out (`before_acquire`, in place of sqlx's ping); a fresher one is not, since its
-//!   role was checked a moment ago and the watcher would have heard of a change since.
+//!   handed out (`before_acquire`, in place of sqlx's ping); a fresher one is not: it was
+//!   checked when given back, less than a second ago. Should its node have changed role since
+//!   without cutting it (pg_auto_failover and Patroni restart a demoted primary, which cuts
+//!   every connection), its write fails (25006: 503, or the message waits) and the check on its
+//!   release drops it.
+//!
+//! Every check also compares the server the connection is on with the one the watcher chose
+//! (`Node`), so an old primary that still says it takes writes is not used.
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
