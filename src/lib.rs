@@ -4,8 +4,8 @@
 //! inbound events, and the outbox relay that publishes outbound ones), both call [`app`], which
 //! owns transactions and outcomes; [`store`] holds all SQL; [`domain`] is pure. [`auth`] knows the
 //! API's clients; [`health`] carries the readiness of background components. [`startup`] wires
-//! them together from [`config`] into a [`startup::Service`]; [`telemetry`] sets up logs and
-//! metrics; [`expiry`] cancels orders left unpaid too long; [`cli`] is the operators' command
+//! them together from [`config`] into a [`startup::Service`]; [`telemetry`] sets up logs,
+//! traces and metrics; [`expiry`] cancels orders left unpaid too long; [`cli`] is the operators' command
 //! line for parked dead letters; both doors read what clients send through [`strict_json`].
 //! `docs/architecture.md` is the map for newcomers.
 
