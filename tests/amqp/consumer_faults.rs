@@ -7,8 +7,6 @@ use lapin::options::{BasicGetOptions, BasicRejectOptions};
 use order_service::amqp::apply;
 use order_service::amqp::decision::Disposition;
 use order_service::amqp::envelope;
-use order_service::app::App;
-use order_service::store;
 use order_service::telemetry::TraceContext;
 use uuid::Uuid;
 
@@ -139,10 +137,7 @@ async fn a_crash_after_commit_but_before_ack_redelivers_without_a_second_effect(
 async fn while_postgres_is_unreachable_nothing_is_acked_and_work_resumes_after() {
     let mut h = Harness::start().await;
     let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5432))).await;
-    let url = h.db.url.replace(":5432/", &format!(":{}/", proxy.port));
-    let options =
-        store::connect_options(&url, order_service::config::DEFAULT_LOCK_TIMEOUT).unwrap();
-    let app_through_proxy = App::new(store::pool(options, 4));
+    let app_through_proxy = h.app_through(&proxy);
     h.spawn_consumer_on(app_through_proxy, crate::common::AMQP_URL);
     let order = Uuid::new_v4();
     h.place("placed", order, 1000).await;

@@ -13,10 +13,6 @@ use lapin::types::{AMQPValue, FieldTable};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use order_service::app::App;
-use order_service::config::DEFAULT_LOCK_TIMEOUT;
-use order_service::store;
-
 use crate::common::proxy::Proxy;
 use crate::common::{AMQP_URL, eventually};
 use crate::helpers::{Harness, Parked, WAIT, envelope, relay_config, test_config};
@@ -431,11 +427,7 @@ async fn the_parker_keeps_a_dead_letter_while_postgres_is_unreachable_and_parks_
 {
     let mut h = Harness::start().await;
     let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5432))).await;
-    let url =
-        h.db.url
-            .replace("127.0.0.1:5432/", &format!("127.0.0.1:{}/", proxy.port));
-    let options = store::connect_options(&url, DEFAULT_LOCK_TIMEOUT).expect("the URL");
-    let app = App::new(store::pool(options, 2));
+    let app = h.app_through(&proxy);
     proxy.sever();
     h.spawn_parker_with(app, AMQP_URL);
     h.publish_dead_letter("order.placed", b"{", BasicProperties::default())

@@ -28,9 +28,11 @@ use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use order_service::config::{AmqpConfig, AmqpEndpoints, RelayConfig};
 use order_service::domain::ReplayRoutes;
 use order_service::health::{Readiness, Signal};
+use order_service::store;
 
+use crate::common::proxy::Proxy;
 use crate::common::{
-    AMQP_URL, TestDb, amqp_config, batch_env, block_on_detached, eventually, topology_env,
+    AMQP_URL, TestDb, amqp_config, batch_env, delete_amqp_names, eventually, topology_env,
 };
 
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -153,6 +155,14 @@ impl Harness {
             || async { (self.retried() >= n).then_some(()) },
         )
         .await;
+    }
+
+    /// The application over this test's database reached through `proxy`, so a test can cut
+    /// Postgres from a component without cutting its own reads.
+    pub fn app_through(&self, proxy: &Proxy) -> App {
+        let url = self.db.url_through(proxy.port);
+        let options = store::connect_options(&url, DEFAULT_LOCK_TIMEOUT).expect("the URL");
+        App::new(store::pool(options, 4))
     }
 
     /// Starts a dead-letter parker over this test's database and dead-letter queue.
@@ -673,21 +683,10 @@ impl Drop for Harness {
             token.cancel();
             handle.abort();
         }
-        let topology = self.topology.clone();
-        let extra_queues = std::mem::take(&mut self.extra_queues);
-        block_on_detached(async move {
-            if let Ok(connection) = connect(AMQP_URL, "order-service test cleanup").await
-                && let Ok(channel) = connection.create_channel().await
-            {
-                for queue in extra_queues {
-                    let _ = channel
-                        .queue_delete(queue.as_str().into(), Default::default())
-                        .await;
-                }
-                let _ = topology.delete(&channel).await;
-                let _ = connection.close(200, "bye".into()).await;
-            }
-        });
+        delete_amqp_names(
+            self.topology.clone(),
+            std::mem::take(&mut self.extra_queues),
+        );
         let _ = &self.connection;
     }
 }

@@ -11,7 +11,10 @@ use serde_json::Value;
 use sqlx::Connection;
 use uuid::Uuid;
 
+use clap::Parser;
 use order_service::app::{App, Sweep};
+use order_service::config::Config;
+use order_service::startup::Service;
 use order_service::telemetry::TraceContext;
 use tokio_util::sync::CancellationToken;
 
@@ -259,25 +262,21 @@ async fn expiry_racing_the_completing_payment_either_cancels_or_pays_never_both(
     assert_eq!(outcomes.0 + outcomes.1, 40, "{outcomes:?}");
 }
 
-#[tokio::test]
-async fn a_service_started_with_a_payment_timeout_expires_unpaid_orders_on_its_own() {
-    use clap::Parser;
-    use order_service::config::Config;
-    use order_service::startup::Service;
-
+/// The service as its binary builds it, on `database_url`, without AMQP, expiring orders left
+/// unpaid for a second with a sweep every second.
+async fn expiring_service(database_url: &str, shutdown: &CancellationToken) -> Service {
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
         config: Config,
     }
 
-    let app = TestApp::spawn().await;
     let config = Cli::parse_from([
         "order-service",
         "--http-addr",
         "127.0.0.1:0",
         "--database-url",
-        app.db.url.as_str(),
+        database_url,
         "--db-max-connections",
         "4",
         "--amqp-enabled",
@@ -288,10 +287,16 @@ async fn a_service_started_with_a_payment_timeout_expires_unpaid_orders_on_its_o
         "1",
     ])
     .config;
-    let shutdown = CancellationToken::new();
-    let service = Service::build(config, &shutdown)
+    Service::build(config, shutdown)
         .await
-        .expect("the service starts");
+        .expect("the service starts")
+}
+
+#[tokio::test]
+async fn a_service_started_with_a_payment_timeout_expires_unpaid_orders_on_its_own() {
+    let app = TestApp::spawn().await;
+    let shutdown = CancellationToken::new();
+    let service = expiring_service(&app.db.url, &shutdown).await;
     let running = tokio::spawn(service.run_until(shutdown.clone()));
     let unpaid = app.placed_order(1000).await;
     let paid = app.paid_order(1000).await;
@@ -319,42 +324,11 @@ async fn a_service_started_with_a_payment_timeout_expires_unpaid_orders_on_its_o
 
 #[tokio::test]
 async fn the_expiry_sweep_resumes_by_itself_after_postgres_was_unreachable() {
-    use clap::Parser;
-    use order_service::config::Config;
-    use order_service::startup::Service;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        config: Config,
-    }
-
     let app = TestApp::spawn().await;
     let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5432))).await;
-    let url = app
-        .db
-        .url
-        .replace("127.0.0.1:5432/", &format!("127.0.0.1:{}/", proxy.port));
-    let config = Cli::parse_from([
-        "order-service",
-        "--http-addr",
-        "127.0.0.1:0",
-        "--database-url",
-        url.as_str(),
-        "--db-max-connections",
-        "4",
-        "--amqp-enabled",
-        "false",
-        "--order-payment-timeout-secs",
-        "1",
-        "--order-expiry-sweep-secs",
-        "1",
-    ])
-    .config;
+    let url = app.db.url_through(proxy.port);
     let shutdown = CancellationToken::new();
-    let service = Service::build(config, &shutdown)
-        .await
-        .expect("the service starts");
+    let service = expiring_service(&url, &shutdown).await;
     proxy.sever();
     let running = tokio::spawn(service.run_until(shutdown.clone()));
     // Placed through the test's own router, not the service whose database is cut: overdue

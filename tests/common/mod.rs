@@ -25,6 +25,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::{Executor, PgPool};
 use tokio::sync::OnceCell;
 
+use order_service::amqp::{Topology, connect};
 use order_service::config::AmqpConfig;
 use order_service::store;
 
@@ -132,6 +133,11 @@ impl TestDb {
     }
 
     /// `SELECT count(*)` of a whole table.
+    /// The database's URL through a proxy listening on `port` (instead of Postgres itself).
+    pub fn url_through(&self, port: u16) -> String {
+        format!("postgres://postgres@127.0.0.1:{port}/{}", self.name)
+    }
+
     pub async fn count(&self, table: &str) -> i64 {
         let sql = format!("SELECT count(*) FROM {table}");
         sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
@@ -217,6 +223,24 @@ pub fn block_on_detached(work: impl Future<Output = ()> + Send + 'static) {
             .block_on(work);
     })
     .join();
+}
+
+/// Deletes a test's exchanges and queues (its `topology` and `queues` of its own) from the shared
+/// broker; for `Drop`, pass or fail.
+pub fn delete_amqp_names(topology: Topology, queues: Vec<String>) {
+    block_on_detached(async move {
+        if let Ok(connection) = connect(AMQP_URL, "order-service test cleanup").await
+            && let Ok(channel) = connection.create_channel().await
+        {
+            for queue in queues {
+                let _ = channel
+                    .queue_delete(queue.as_str().into(), Default::default())
+                    .await;
+            }
+            let _ = topology.delete(&channel).await;
+            let _ = connection.close(200, "bye".into()).await;
+        }
+    });
 }
 
 /// The default AMQP settings (README "Configuration") with every name under `prefix`, so that a test (or a chaos

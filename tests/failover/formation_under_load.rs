@@ -23,7 +23,7 @@ use order_service::amqp::{Topology, connect};
 
 use crate::common::load::{self, Load, settled};
 use crate::common::service::Instance;
-use crate::common::{AMQP_URL, amqp_config, block_on_detached, eventually, http};
+use crate::common::{AMQP_URL, amqp_config, delete_amqp_names, eventually, http};
 use crate::formation::Formation;
 
 const REST_CLIENTS: usize = 2;
@@ -286,17 +286,6 @@ struct Names {
 
 impl Drop for Names {
     fn drop(&mut self) {
-        let (topology, capture) = (self.topology.clone(), self.capture.clone());
-        block_on_detached(async move {
-            if let Ok(connection) = connect(AMQP_URL, "failover test cleanup").await
-                && let Ok(channel) = connection.create_channel().await
-            {
-                let _ = channel
-                    .queue_delete(capture.as_str().into(), Default::default())
-                    .await;
-                let _ = topology.delete(&channel).await;
-                let _ = connection.close(200, "bye".into()).await;
-            }
-        });
+        delete_amqp_names(self.topology.clone(), vec![self.capture.clone()]);
     }
 }

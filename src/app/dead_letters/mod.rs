@@ -66,7 +66,7 @@ pub struct ParkedSummary {
 impl App {
     /// Parks a dead letter (the same message again is its row, `times` + 1, parked again).
     pub async fn park(&self, letter: &NewDeadLetter) -> Result<DeadLetterId, AppError> {
-        deadline::bounded(async { Ok(dead_letters::park(&self.pool, letter).await?) }).await
+        Ok(deadline::bounded(dead_letters::park(&self.pool, letter)).await?)
     }
 
     pub async fn dead_letter(&self, id: DeadLetterId) -> Result<DeadLetterDetails, AppError> {
