@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::amqp::envelope::INBOUND_TYPES;
+use crate::amqp::inbound::INBOUND_TYPES;
 use crate::amqp::{Consumer, Parker, Relay};
 
 use crate::app::App;

@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable};
-use order_service::amqp::envelope::{self, INBOUND_TYPES, Poison};
-use order_service::amqp::parked::dead_letter_of;
+use order_service::amqp::inbound::{self, INBOUND_TYPES, Poison};
+use order_service::amqp::parking::dead_letter_of;
 use order_service::amqp::properties;
 use order_service::auth::ClientRegistry;
 use order_service::domain::{IdempotencyKey, MAX_REASON_BYTES, OrderId, ReasonClass};
@@ -93,8 +93,8 @@ proptest! {
     fn an_envelope_of_arbitrary_bytes_never_panics(
         bytes in prop::collection::vec(any::<u8>(), 0..2048),
     ) {
-        let _ = envelope::parse(&bytes);
-        let bounded = envelope::parse_bounded(&bytes, 64);
+        let _ = inbound::parse(&bytes);
+        let bounded = inbound::parse_bounded(&bytes, 64);
         if bytes.len() > 64 {
             let is_too_large = matches!(bounded, Err(Poison::TooLarge { .. }));
             prop_assert!(is_too_large);
@@ -112,7 +112,7 @@ proptest! {
         ],
     ) {
         let body = json!({"event_id": event_id, "type": event_type, "occurred_at": occurred_at, "data": data});
-        if let Ok(parsed) = envelope::parse(body.to_string().as_bytes()) {
+        if let Ok(parsed) = inbound::parse(body.to_string().as_bytes()) {
             prop_assert!(INBOUND_TYPES.contains(&parsed.event_type));
             prop_assert!(!parsed.event_id.as_str().is_empty());
         }

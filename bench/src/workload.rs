@@ -1,7 +1,7 @@
 //! What the bench feeds the service: orders seeded straight into a database, and the inbound
 //! events (placements, payments and their duplicates) in the order they are published.
 
-use order_service::amqp::envelope::InboundType;
+use order_service::amqp::inbound::InboundType;
 
 /// The routing key (and envelope type) of an inbound event, as the service's inbox is bound.
 fn routing_key(kind: InboundType) -> &'static str {

@@ -1,30 +1,29 @@
-//! The AMQP side: the inbound consumer (events drive the same commands as the REST API), the
-//! decision table that settles each delivery, the broker topology, the outbox relay that
-//! publishes committed events (and replayed dead letters), the parker that moves dead letters
-//! into Postgres, and the AsyncAPI document that describes all of it.
+//! The AMQP side, one folder per component and, beside them, what they share:
+//!
+//! - `inbox/`: the consumer of the inbox — events drive the same commands as the REST API — with
+//!   the decision table that settles each delivery (acknowledge, retry later, dead-letter);
+//! - `parking/`: the parker, which moves every dead letter into Postgres;
+//! - `relay/`: the outbox relay, which publishes committed events (and replayed dead letters);
+//! - `asyncapi/`: the AsyncAPI document that describes all of it;
+//! - shared: `inbound/` (the inbound wire: envelopes and their `data`), `headers/` (the headers
+//!   carried on a retry, a dead letter and a replay), `topology` (exchanges and queues),
+//!   `connection` (nodes, reconnects) and `properties` (a dead letter's properties as JSON).
+//!
+//! The components depend on the shared modules, never on each other, and a shared module
+//! depends on no component.
 
-mod ack_window;
 pub mod asyncapi;
 mod connection;
-pub mod consumer;
-pub mod decision;
-pub mod envelope;
-pub mod header_bounds;
-mod inbound;
-pub mod parked;
-mod parker;
+pub mod headers;
+pub mod inbound;
+pub mod inbox;
+pub mod parking;
 pub mod properties;
 pub mod relay;
-mod republish;
-pub mod routing;
-mod settle;
 pub mod topology;
-mod trace_headers;
-mod worker;
 
-pub use connection::{AmqpError, Backoff, Nodes, connect};
-pub use consumer::Consumer;
-pub use parker::Parker;
+pub use connection::{AmqpError, connect};
+pub use inbox::Consumer;
+pub use parking::Parker;
 pub use relay::Relay;
 pub use topology::Topology;
-pub use worker::apply;

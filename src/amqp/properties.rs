@@ -14,7 +14,7 @@ use lapin::BasicProperties;
 use lapin::types::{AMQPValue, ByteArray, DecimalValue, FieldArray, FieldTable, ShortString};
 use serde_json::{Map, Value, json};
 
-use super::header_bounds::Bounded;
+use super::headers::header_bounds::Bounded;
 
 /// The lossless JSON of `properties`, with `headers` in place of its own. Headers are
 /// [`Bounded`], so the JSON nests at most twice their depth (far below what `serde_json` and

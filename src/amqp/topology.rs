@@ -40,7 +40,7 @@ use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{Channel, Connection, ErrorKind, ExchangeKind};
 
-use super::envelope::INBOUND_TYPES;
+use super::inbound::INBOUND_TYPES;
 use crate::config::AmqpConfig;
 
 #[derive(Debug, Clone)]

@@ -48,7 +48,7 @@ pub use ledger::Receipt;
 pub use outcome::Outcome;
 pub use queries::{Cursor, OrderPage, PageRequest};
 pub use request::{Effect, Request};
-pub use wakeup::{NOTIFY_EVERY, RelayWakeup};
+pub use wakeup::RelayWakeup;
 
 use crate::config::DEFAULT_INBOUND_EXCHANGE;
 use crate::domain::ReplayRoutes;
@@ -87,7 +87,7 @@ impl App {
     }
 
     /// Replayed dead letters go to `exchange` (the configured inbound exchange), under one of
-    /// `routes` (the routing keys its inbox is bound to: `amqp::envelope::INBOUND_TYPES`); a dead
+    /// `routes` (the routing keys its inbox is bound to: `amqp::inbound::INBOUND_TYPES`); a dead
     /// letter with another routing key is not replayed.
     pub fn replaying_to(mut self, exchange: &str, routes: ReplayRoutes) -> Self {
         self.replay_exchange = exchange.into();

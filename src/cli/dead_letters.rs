@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::output::{acted, details, list_table, replay_note, to_json};
-use crate::amqp::envelope::INBOUND_TYPES;
+use crate::amqp::inbound::INBOUND_TYPES;
 use crate::app::App;
 use crate::app::dead_letters::views::{BulkReplayView, DeadLetterList, DeadLetterView};
 use crate::app::dead_letters::{DeadLetterFilter, DeadLetterPageRequest};

@@ -1,5 +1,5 @@
 //! Strict JSON objects: how both doors read what a client sends, a REST request body
-//! (`http::extract`) and an inbound envelope and its `data` (`amqp::envelope`). Strict in the
+//! (`http::extract`) and an inbound envelope and its `data` (`amqp::inbound`). Strict in the
 //! ways plain serde is not (README "Where the contract was silent"):
 //!
 //! - **An object, never an array.** serde reads a struct from a sequence of its fields in order,

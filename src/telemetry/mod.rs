@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn a_poison_messages_reason_is_logged_on_one_line_without_control_characters() {
         let body = br#"{"event_id":"e-1","type":"payment.succeeded","occurred_at":"2026-01-01T00:00:00Z","data":{},"x\n2026-01-01T00:00:00Z  INFO \u001b[31mfake\u001b[0m":1}"#;
-        let poison = crate::amqp::envelope::parse(body).expect_err("a poison message");
+        let poison = crate::amqp::inbound::parse(body).expect_err("a poison message");
         let reason = poison.to_string();
         assert!(
             reason.contains('\n'),

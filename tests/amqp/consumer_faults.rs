@@ -4,9 +4,8 @@
 use std::net::SocketAddr;
 
 use lapin::options::{BasicGetOptions, BasicRejectOptions};
-use order_service::amqp::apply;
-use order_service::amqp::decision::Disposition;
-use order_service::amqp::envelope;
+use order_service::amqp::inbound;
+use order_service::amqp::inbox::{Disposition, apply};
 use order_service::telemetry::TraceContext;
 use uuid::Uuid;
 
@@ -106,7 +105,7 @@ async fn a_crash_after_commit_but_before_ack_redelivers_without_a_second_effect(
         .await
         .unwrap()
         .expect("the payment is in the inbox");
-    let parsed = envelope::parse(&taken.delivery.data).unwrap();
+    let parsed = inbound::parse(&taken.delivery.data).unwrap();
     assert!(matches!(
         apply(&h.app, &parsed, &TraceContext::start()).await,
         Disposition::Ack { .. }

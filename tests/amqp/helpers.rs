@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 use uuid::Uuid;
 
-use order_service::amqp::consumer::Settled;
-use order_service::amqp::envelope::INBOUND_TYPES;
+use order_service::amqp::inbound::INBOUND_TYPES;
+use order_service::amqp::inbox::Settled;
 use order_service::amqp::{Consumer, Parker, Relay, Topology, connect};
 use order_service::app::App;
 use order_service::config::DEFAULT_LOCK_TIMEOUT;

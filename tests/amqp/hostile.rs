@@ -152,7 +152,7 @@ fn nested_json(levels: usize) -> serde_json::Value {
 async fn a_dead_letter_stored_with_deep_headers_by_an_earlier_version_reads_and_discards() {
     let h = Harness::start().await;
     // As an earlier version parked it: its headers as deep as the publisher sent them.
-    let mut letter = order_service::amqp::parked::dead_letter_of(
+    let mut letter = order_service::amqp::parking::dead_letter_of(
         "payment.succeeded",
         &lapin::BasicProperties::default(),
         b"not an envelope",

@@ -8,7 +8,7 @@ use axum::http::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use order_service::amqp::envelope::INBOUND_TYPES;
+use order_service::amqp::inbound::INBOUND_TYPES;
 use order_service::amqp::properties;
 use order_service::app::dead_letters::DeadLetterFilter;
 use order_service::auth::generate_token;

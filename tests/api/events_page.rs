@@ -11,7 +11,7 @@ use axum::extract::Request;
 use axum::middleware::{self, Next};
 use strum::IntoEnumIterator;
 
-use order_service::amqp::envelope::INBOUND_TYPES;
+use order_service::amqp::inbound::INBOUND_TYPES;
 use order_service::domain::EventType;
 use order_service::http::ConnectionLimits;
 

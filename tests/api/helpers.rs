@@ -20,8 +20,8 @@ use uuid::Uuid;
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable};
-use order_service::amqp::envelope::INBOUND_TYPES;
-use order_service::amqp::parked::dead_letter_of;
+use order_service::amqp::inbound::INBOUND_TYPES;
+use order_service::amqp::parking::dead_letter_of;
 use order_service::app::App;
 use order_service::auth::{AuthMode, ClientRegistry, TokenDigest};
 use order_service::config::{DEFAULT_AMQP_DELIVERY_LIMIT, DEFAULT_INBOUND_EXCHANGE};

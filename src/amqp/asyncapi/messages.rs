@@ -9,14 +9,12 @@ use utoipa::openapi::{RefOr, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
 use super::Ordered;
-use crate::amqp::consumer::{
+use crate::amqp::headers::{
     ATTEMPT_HEADER, HEADERS_DROPPED_HEADER, ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER,
 };
-use crate::amqp::envelope::{InboundType, RawEnvelope};
-use crate::amqp::inbound::data_schema;
-use crate::amqp::republish::REASON_MAX_BYTES;
+use crate::amqp::inbound::{InboundType, RawEnvelope, data_schema};
 use crate::app::OutboundEnvelope;
-use crate::domain::EventType;
+use crate::domain::{EventType, MAX_REASON_BYTES};
 
 /// W3C Trace Context headers: continued from an inbound message, carried by every outbound one.
 pub use crate::telemetry::trace_context::{
@@ -187,9 +185,9 @@ fn retry_headers() -> Map<String, Value> {
     );
     headers.insert(
         REASON_HEADER.into(),
-        json!({"type": "string", "maxLength": REASON_MAX_BYTES,
+        json!({"type": "string", "maxLength": MAX_REASON_BYTES,
                "description": format!("Why it was retried or dead-lettered (at most \
-                   {REASON_MAX_BYTES} bytes, cut with `…`), as `<class>: <detail>`; the class \
+                   {MAX_REASON_BYTES} bytes, cut with `…`), as `<class>: <detail>`; the class \
                    is `poison`, `premature`, `conflict` or `unexpected`.")}),
     );
     headers.insert(

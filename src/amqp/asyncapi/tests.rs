@@ -7,7 +7,7 @@ use serde_json::Value;
 use strum::IntoEnumIterator;
 
 use super::*;
-use crate::amqp::envelope::INBOUND_TYPES;
+use crate::amqp::inbound::INBOUND_TYPES;
 use crate::domain::EventType;
 
 fn json_of(config: &AmqpConfig) -> Value {

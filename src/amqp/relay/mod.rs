@@ -14,12 +14,13 @@
 //! context stored with it, and carries that span's context as its `traceparent`, so its consumers
 //! continue the trace of its cause (a replay's: the operator's request).
 //!
-//! Here the session loop; a batch's life in `batch`, the message a row becomes in `message`, and
-//! in `watch` what runs beside the sessions: the backlog gauges and whether the relay is stalled.
+//! Here the session loop; a batch's life in `publish_batch`, the message a row becomes in
+//! `outbox_message`, and in `outbox_watch` what runs beside the sessions: the backlog gauges and
+//! whether the relay is stalled.
 
-mod batch;
-mod message;
-mod watch;
+mod outbox_message;
+mod outbox_watch;
+mod publish_batch;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -31,9 +32,9 @@ use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 
-use self::batch::{BatchError, Target, publish_batch};
-use self::watch::{Progress, watch};
-use super::connection::{AmqpError, Backoff, Nodes, reconnecting};
+use self::outbox_watch::{Progress, watch};
+use self::publish_batch::{BatchError, Target, publish_batch};
+use crate::amqp::connection::{AmqpError, Backoff, Nodes, reconnecting};
 use crate::app::{RelayWakeup, bounded};
 use crate::config::{AmqpEndpoints, RelayConfig};
 use crate::health::Signal;
@@ -82,7 +83,7 @@ impl Relay {
     }
 
     /// Publishes until `shutdown`, reconnecting to the broker with backoff after failures, and
-    /// meanwhile watches the backlog (`watch`).
+    /// meanwhile watches the backlog (`outbox_watch`).
     pub async fn run(self, shutdown: CancellationToken) {
         let publishing = reconnecting("outbox relay", "relay", &self.ready, &shutdown, || async {
             let ended = self.session(&shutdown).await;
@@ -107,7 +108,7 @@ impl Relay {
         channel
             .confirm_select(ConfirmSelectOptions::default())
             .await?;
-        super::topology::declare_topic(&channel, &self.exchange).await?;
+        crate::amqp::topology::declare_topic(&channel, &self.exchange).await?;
         self.ready.set(true);
         tracing::info!(exchange = %self.exchange, "outbox relay publishing");
 

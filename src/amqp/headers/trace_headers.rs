@@ -9,7 +9,7 @@ use crate::telemetry::trace_context::{TRACEPARENT, TRACESTATE};
 
 /// The sender's context from a message's headers; `None` when absent or malformed (the
 /// message is then handled in a new trace, never refused for it).
-pub(super) fn parent(headers: Option<&FieldTable>) -> Option<TraceContext> {
+pub(in crate::amqp) fn parent(headers: Option<&FieldTable>) -> Option<TraceContext> {
     let text = |name: &str| match headers?.inner().get(name)? {
         AMQPValue::LongString(text) => std::str::from_utf8(text.as_bytes()).ok(),
         AMQPValue::ShortString(text) => Some(text.as_str()),
@@ -19,7 +19,7 @@ pub(super) fn parent(headers: Option<&FieldTable>) -> Option<TraceContext> {
 }
 
 /// Sets `trace` as the `traceparent` (and `tracestate`, if any) of a message to publish.
-pub(super) fn insert(headers: &mut FieldTable, trace: &TraceContext) {
+pub(in crate::amqp) fn insert(headers: &mut FieldTable, trace: &TraceContext) {
     headers.insert(
         TRACEPARENT.into(),
         AMQPValue::LongString(trace.traceparent().into()),
@@ -31,7 +31,7 @@ pub(super) fn insert(headers: &mut FieldTable, trace: &TraceContext) {
 
 /// `headers` with `trace` in place of any trace context they carried (a replayed dead letter keeps
 /// its other headers; its old `tracestate` must not outlive its old `traceparent`).
-pub(super) fn replaced(headers: Option<&FieldTable>, trace: &TraceContext) -> FieldTable {
+pub(in crate::amqp) fn replaced(headers: Option<&FieldTable>, trace: &TraceContext) -> FieldTable {
     let mut kept = headers.map(|h| h.inner().clone()).unwrap_or_default();
     kept.remove(TRACEPARENT);
     kept.remove(TRACESTATE);

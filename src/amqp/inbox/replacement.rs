@@ -8,26 +8,21 @@
 
 use lapin::BasicProperties;
 use lapin::message::Delivery;
-use lapin::types::{AMQPValue, FieldTable};
+use lapin::types::AMQPValue;
 
-use super::consumer::{
-    ATTEMPT_HEADER, HEADERS_DROPPED_HEADER, ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER,
+use crate::amqp::headers::{
+    ATTEMPT_HEADER, ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER, carried_headers, cut_to, dropped,
+    original_routing_key, trace_headers,
 };
-use super::header_bounds::{Bounded, Measure};
-use super::routing::{BOOKKEEPING_HEADERS, original_routing_key};
-use super::trace_headers;
+use crate::domain::MAX_REASON_BYTES;
 use crate::telemetry::TraceContext;
 use crate::telemetry::trace_context::{TRACEPARENT, TRACESTATE};
-
-/// The longest `x-error-reason`, in bytes; a longer reason is cut (at a character boundary). The
-/// same bound as a parked dead letter's reason.
-pub const REASON_MAX_BYTES: usize = crate::domain::MAX_REASON_BYTES;
 
 /// The properties of a retry or dead letter of `delivery`: its `message_id`, `type` and
 /// `content_type`, persistent; the original's own headers if they fit the bounds
 /// (`header_bounds`), else `x-original-headers-dropped` saying how large they were; and the
-/// service's headers: `x-attempt`, `x-error-reason` (cut to [`REASON_MAX_BYTES`]),
-/// `x-original-routing-key` (`routing::original_routing_key`), and `traceparent`/`tracestate`
+/// service's headers: `x-attempt`, `x-error-reason` (cut to [`MAX_REASON_BYTES`]),
+/// `x-original-routing-key` (`headers::original_routing_key`), and `traceparent`/`tracestate`
 /// naming `trace`, the span that handled it (valid and bounded whatever the original carried).
 pub(super) fn republished_properties(
     delivery: &Delivery,
@@ -44,7 +39,7 @@ pub(super) fn republished_properties(
     headers.insert(ATTEMPT_HEADER.into(), AMQPValue::LongUInt(attempt));
     headers.insert(
         REASON_HEADER.into(),
-        AMQPValue::LongString(bounded(reason, REASON_MAX_BYTES).into()),
+        AMQPValue::LongString(cut_to(reason, MAX_REASON_BYTES).into()),
     );
     headers.insert(
         ORIGINAL_ROUTING_KEY_HEADER.into(),
@@ -68,46 +63,6 @@ pub(super) fn republished_properties(
     republished
 }
 
-/// The original's headers without the bookkeeping ones (nor those named in `also_without`), if
-/// they fit the bounds; else how large they were.
-pub(super) fn carried_headers(
-    headers: Option<&FieldTable>,
-    also_without: &[&str],
-) -> Result<Bounded, Measure> {
-    let mut kept = FieldTable::default();
-    for (key, value) in headers.into_iter().flat_map(FieldTable::inner) {
-        let name = key.as_str();
-        if !BOOKKEEPING_HEADERS.contains(&name) && !also_without.contains(&name) {
-            kept.insert(key.clone(), value.clone());
-        }
-    }
-    Bounded::new(kept)
-}
-
-/// In place of headers too large or too deep to carry on: `x-original-headers-dropped`, their
-/// size in bytes.
-pub(super) fn dropped(measure: Measure) -> FieldTable {
-    let mut table = FieldTable::default();
-    table.insert(
-        HEADERS_DROPPED_HEADER.into(),
-        AMQPValue::LongLongInt(i64::try_from(measure.bytes).unwrap_or(i64::MAX)),
-    );
-    table
-}
-
-/// `text` cut to at most `max` bytes at a character boundary, marked with `…` when cut.
-pub(super) fn bounded(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let marker = "…";
-    let mut end = max - marker.len();
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{marker}", &text[..end])
-}
-
 /// Which delivery through the retry path this is: 1 for a message never retried.
 pub(super) fn attempt_of(properties: &BasicProperties) -> u32 {
     let value = properties
@@ -129,15 +84,10 @@ pub(super) fn attempt_of(properties: &BasicProperties) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use lapin::types::FieldTable;
 
-    #[test]
-    fn a_long_reason_is_cut_at_a_character_boundary_and_marked() {
-        assert_eq!(bounded("short", 10), "short");
-        let cut = bounded(&"é".repeat(1000), REASON_MAX_BYTES);
-        assert!(cut.len() <= REASON_MAX_BYTES, "{}", cut.len());
-        assert!(cut.ends_with('…'));
-    }
+    use super::*;
+    use crate::amqp::headers::HEADERS_DROPPED_HEADER;
 
     fn delivery(headers: FieldTable, routing_key: &str) -> Delivery {
         let mut delivery = Delivery::mock(1, "".into(), routing_key.into(), false, vec![]);
@@ -176,7 +126,7 @@ mod tests {
     #[test]
     fn headers_too_large_or_too_deep_are_dropped_and_their_size_said() {
         let mut deep = FieldTable::default();
-        for _ in 0..super::super::header_bounds::MAX_DEPTH {
+        for _ in 0..crate::amqp::headers::header_bounds::MAX_DEPTH {
             let mut outer = FieldTable::default();
             outer.insert("t".into(), AMQPValue::FieldTable(deep));
             deep = outer;
@@ -206,7 +156,7 @@ mod tests {
                 headers.inner().get(ORIGINAL_ROUTING_KEY_HEADER),
                 Some(&AMQPValue::LongString("payment.succeeded".into()))
             );
-            assert!(super::super::header_bounds::measure(&headers).fits());
+            assert!(crate::amqp::headers::header_bounds::measure(&headers).fits());
         }
     }
 }

@@ -6,7 +6,6 @@
 //! in-flight messages finish.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 use lapin::message::Delivery;
@@ -14,22 +13,13 @@ use lapin::options::{BasicCancelOptions, BasicRejectOptions, ConfirmSelectOption
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::ack_window::Acknowledger;
-use super::connection::{AmqpError, Nodes, consume, reconnecting};
-use super::topology::Topology;
+use super::settlement::{Settled, Settler};
 use super::worker::Worker;
+use crate::amqp::connection::{AmqpError, Nodes, consume, reconnecting};
+use crate::amqp::topology::Topology;
 use crate::app::App;
 use crate::config::{AmqpConfig, AmqpEndpoints};
 use crate::health::Signal;
-
-/// Header carrying how many times a message has been delivered through the retry path.
-pub const ATTEMPT_HEADER: &str = "x-attempt";
-/// Header carrying why a message was dead-lettered (or last retried).
-pub const REASON_HEADER: &str = "x-error-reason";
-/// Header carrying the routing key the message first arrived with.
-pub const ORIGINAL_ROUTING_KEY_HEADER: &str = "x-original-routing-key";
-/// Header saying how many bytes of the original's headers a retry or dead letter left out.
-pub use crate::domain::HEADERS_DROPPED_HEADER;
 
 pub struct Consumer {
     app: App,
@@ -39,39 +29,6 @@ pub struct Consumer {
     ready: Signal,
     settled: Settled,
     max_message_bytes: usize,
-}
-
-/// How many deliveries this consumer has settled (acknowledged after applying, retrying or
-/// dead-lettering), and how many of those went to the retry path and will come back. Lets tests
-/// and benchmarks know when a batch is through: `settled == published + retried`. Also counts
-/// the sessions (connections that started consuming): more than one means it reconnected.
-#[derive(Clone, Default, Debug)]
-pub struct Settled {
-    settled: Arc<AtomicU64>,
-    retried: Arc<AtomicU64>,
-    sessions: Arc<AtomicU64>,
-}
-
-impl Settled {
-    pub fn count(&self) -> u64 {
-        self.settled.load(Ordering::Relaxed)
-    }
-
-    pub fn retried(&self) -> u64 {
-        self.retried.load(Ordering::Relaxed)
-    }
-
-    /// Sessions that started consuming; each one after the first is a reconnect.
-    pub fn sessions(&self) -> u64 {
-        self.sessions.load(Ordering::Relaxed)
-    }
-
-    pub(super) fn record(&self, outcome: &str) {
-        if outcome == "retried" {
-            self.retried.fetch_add(1, Ordering::Relaxed);
-        }
-        self.settled.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 impl Consumer {
@@ -122,7 +79,7 @@ impl Consumer {
         )
         .await?;
         self.ready.set(true);
-        self.settled.sessions.fetch_add(1, Ordering::Relaxed);
+        self.settled.session_started();
         tracing::info!(
             queue = %self.topology.inbox,
             prefetch = self.config.prefetch,
@@ -134,17 +91,21 @@ impl Consumer {
         // (then unackable) deliveries instead of holding the reconnect back.
         let session = shutdown.child_token();
         let broken = CancellationToken::new();
-        let worker = Arc::new(Worker {
-            app: self.app.clone(),
+        let settler = Settler::new(
             publisher,
-            acks: Acknowledger::new(channel.clone()),
-            config: self.config.clone(),
-            topology: self.topology.clone(),
-            session: session.clone(),
-            broken: broken.clone(),
-            settled: self.settled.clone(),
-            max_message_bytes: self.max_message_bytes,
-        });
+            channel.clone(),
+            self.config.clone(),
+            self.topology.clone(),
+            broken.clone(),
+            self.settled.clone(),
+        );
+        let worker = Arc::new(Worker::new(
+            self.app.clone(),
+            self.config.clone(),
+            settler,
+            session.clone(),
+            self.max_message_bytes,
+        ));
         let in_flight = TaskTracker::new();
         let ended = loop {
             tokio::select! {
@@ -164,7 +125,7 @@ impl Consumer {
                     if !batch.is_empty() {
                         // In the order the channel numbered them, before any can be settled.
                         for delivery in &batch {
-                            worker.acks.received(delivery.delivery_tag).await;
+                            worker.received(delivery.delivery_tag).await;
                         }
                         let worker = worker.clone();
                         in_flight.spawn(async move { worker.handle(batch).await });

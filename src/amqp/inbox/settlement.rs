@@ -1,23 +1,31 @@
 //! Settling the messages of a batch whose commands are through: first every replacement (a
 //! retry to its delay queue, or a dead letter) is published and confirmed by the broker, then the
 //! originals are acknowledged — in as few acks as the channel's window allows (`ack_window`). A
-//! replacement carries the original body with fresh, bounded properties (see `republish`) and
+//! replacement carries the original body with fresh, bounded properties (see `replacement`) and
 //! the trace of the message's span. A failed publish or ack ends the session: the unsettled
 //! messages come back, and the data model absorbs what they already did.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::join_all;
 use lapin::options::BasicPublishOptions;
 use lapin::types::ShortString;
-use lapin::{BasicProperties, Confirmation};
+use lapin::{BasicProperties, Channel, Confirmation};
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::connection::AmqpError;
+use super::ack_window::Acknowledger;
 use super::decision::Disposition;
-use super::republish::republished_properties;
-use super::worker::{Message, Worker};
+use super::delivery::Message;
+use super::replacement::republished_properties;
+use crate::amqp::connection::AmqpError;
+use crate::amqp::topology::Topology;
+use crate::config::AmqpConfig;
 use crate::telemetry::escaped;
 
-/// A disposition that settles the message now: every one but [`Disposition::Wait`].
+/// A disposition that settles the message now: every one but [`Disposition::Wait`]. A type of
+/// its own so that a message that must wait cannot reach the broker by mistake.
 pub(super) enum Settlement {
     Ack(&'static str),
     Retry(String),
@@ -36,7 +44,43 @@ impl Settlement {
     }
 }
 
-impl Worker {
+/// Settles messages on one session's channels: publishes replacements on `publisher` (with
+/// confirms) and acknowledges originals on the consuming channel.
+pub(super) struct Settler {
+    publisher: Channel,
+    acks: Acknowledger,
+    config: Arc<AmqpConfig>,
+    topology: Arc<Topology>,
+    /// Cancelled when a settlement failed: the channels can no longer be trusted (the broker may
+    /// have closed the publishing channel), so the session ends and reconnects.
+    broken: CancellationToken,
+    settled: Settled,
+}
+
+impl Settler {
+    pub(super) fn new(
+        publisher: Channel,
+        consuming: Channel,
+        config: Arc<AmqpConfig>,
+        topology: Arc<Topology>,
+        broken: CancellationToken,
+        settled: Settled,
+    ) -> Self {
+        Self {
+            publisher,
+            acks: Acknowledger::new(consuming),
+            config,
+            topology,
+            broken,
+            settled,
+        }
+    }
+
+    /// Notes a delivery of the consuming channel, before any can be settled.
+    pub(super) async fn received(&self, delivery_tag: u64) {
+        self.acks.received(delivery_tag).await;
+    }
+
     /// Publishes the replacements (all confirmed), then acknowledges the originals, and counts
     /// each message with how it ended.
     pub(super) async fn settle(&self, settling: Vec<(Message, Settlement)>) {
@@ -156,5 +200,42 @@ impl Worker {
             }),
             Confirmation::Ack(None) | Confirmation::NotRequested => Ok(()),
         }
+    }
+}
+
+/// How many deliveries this consumer has settled (acknowledged after applying, retrying or
+/// dead-lettering), and how many of those went to the retry path and will come back. Lets tests
+/// and benchmarks know when a batch is through: `settled == published + retried`. Also counts
+/// the sessions (connections that started consuming): more than one means it reconnected.
+#[derive(Clone, Default, Debug)]
+pub struct Settled {
+    settled: Arc<AtomicU64>,
+    retried: Arc<AtomicU64>,
+    sessions: Arc<AtomicU64>,
+}
+
+impl Settled {
+    pub fn count(&self) -> u64 {
+        self.settled.load(Ordering::Relaxed)
+    }
+
+    pub fn retried(&self) -> u64 {
+        self.retried.load(Ordering::Relaxed)
+    }
+
+    /// Sessions that started consuming; each one after the first is a reconnect.
+    pub fn sessions(&self) -> u64 {
+        self.sessions.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn session_started(&self) {
+        self.sessions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn record(&self, outcome: &str) {
+        if outcome == "retried" {
+            self.retried.fetch_add(1, Ordering::Relaxed);
+        }
+        self.settled.fetch_add(1, Ordering::Relaxed);
     }
 }

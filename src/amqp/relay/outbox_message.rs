@@ -10,7 +10,8 @@ use lapin::options::BasicPublishOptions;
 use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, PublisherConfirm};
 
-use super::super::{properties, trace_headers};
+use crate::amqp::headers::trace_headers;
+use crate::amqp::properties;
 use crate::store::outbox::{PendingEvent, PendingMessage};
 use crate::telemetry::{TraceContext, continue_trace};
 

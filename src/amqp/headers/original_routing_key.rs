@@ -7,34 +7,8 @@
 
 use lapin::types::{AMQPValue, FieldTable};
 
-use super::consumer::{
-    ATTEMPT_HEADER, HEADERS_DROPPED_HEADER, ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER,
-};
-use super::envelope::INBOUND_TYPES;
-
-/// The broker's record of each time a message died (RabbitMQ), most recent first.
-pub(super) const DEATH_HEADER: &str = "x-death";
-/// A quorum queue's count of a message's failed deliveries (RabbitMQ adds it).
-pub(super) const DELIVERY_COUNT_HEADER: &str = "x-delivery-count";
-
-/// Headers that say where a message has been rather than what it is: the service's own (the
-/// retry path's) and the broker's. Neither a retry, a dead letter nor a parked dead letter
-/// repeats what the original carried of them: the service writes its own afresh, and a
-/// publisher's forged `x-death` must not reach the dead-letter queue as if the broker wrote it.
-pub(super) const BOOKKEEPING_HEADERS: [&str; 12] = [
-    REASON_HEADER,
-    ATTEMPT_HEADER,
-    ORIGINAL_ROUTING_KEY_HEADER,
-    HEADERS_DROPPED_HEADER,
-    DEATH_HEADER,
-    DELIVERY_COUNT_HEADER,
-    "x-first-death-exchange",
-    "x-first-death-queue",
-    "x-first-death-reason",
-    "x-last-death-exchange",
-    "x-last-death-queue",
-    "x-last-death-reason",
-];
+use super::header_names::{DEATH_HEADER, ORIGINAL_ROUTING_KEY_HEADER};
+use crate::amqp::inbound::INBOUND_TYPES;
 
 /// The routing key a message of `headers`, delivered with `delivered_with`, first arrived with:
 /// the first of the candidates above that the inbox binds, else `delivered_with` itself.
@@ -50,7 +24,7 @@ pub fn original_routing_key(headers: Option<&FieldTable>, delivered_with: &str) 
 }
 
 /// The first routing key of the newest `x-death` entry.
-pub(super) fn newest_death_routing_key(value: &AMQPValue) -> Option<String> {
+fn newest_death_routing_key(value: &AMQPValue) -> Option<String> {
     let AMQPValue::FieldTable(death) = newest_death(value)? else {
         return None;
     };
@@ -61,7 +35,7 @@ pub(super) fn newest_death_routing_key(value: &AMQPValue) -> Option<String> {
 }
 
 /// The newest entry of an `x-death` header.
-pub(super) fn newest_death(value: &AMQPValue) -> Option<&AMQPValue> {
+pub(in crate::amqp) fn newest_death(value: &AMQPValue) -> Option<&AMQPValue> {
     let AMQPValue::FieldArray(deaths) = value else {
         return None;
     };

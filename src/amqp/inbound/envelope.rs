@@ -1,14 +1,12 @@
 //! Inbound envelopes (`docs/contract.md#envelope`), parsed strictly into typed events. Anything that does not
 //! parse is poison: it can never succeed, so it is dead-lettered at once with the reason.
-//!
-//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use strum::{EnumDiscriminants, EnumIter, EnumString, IntoStaticStr, VariantNames};
 use utoipa::ToSchema;
 
-use super::inbound::{
+use super::event_data::{
     CancellationRequested, OrderPlaced, PaymentSucceeded, RefundSucceeded, ShipmentDispatched,
 };
 
@@ -76,7 +74,7 @@ pub enum Poison {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = InboundEnvelope)]
-pub(super) struct RawEnvelope {
+pub(in crate::amqp) struct RawEnvelope {
     /// Unique per event (1–255 characters): the publisher's id of the fact, kept on the history
     /// row it caused.
     #[schema(min_length = 1, max_length = 255, example = "evt-7f3a9c")]

@@ -1,118 +1,62 @@
 //! The deliveries the consumer takes together (a batch, README "Batched consumer commits"; one
 //! delivery when `AMQP_BATCH_SIZE` is 1): each is parsed, its event made a [`Request`] — the same
 //! command the REST API runs — and all of them applied in one transaction ([`App::apply_batch`]);
-//! [`decide`] says what becomes of each, and `settle` settles them — acknowledged only after
-//! the commit, and after any replacement (a retry or a dead letter) is confirmed. Messages that
-//! must wait (Postgres unavailable, a lock held elsewhere) stay unacknowledged and are tried
-//! again, together, after a backoff, while the others are settled.
-//!
-//! Each delivery is handled in a span of its own that continues the message's `traceparent` (or
-//! starts a trace): its command's work runs in that span, and the events it writes and its
-//! replacement carry that span's context.
+//! [`decide`] says what becomes of each, and the [`Settler`] settles them — acknowledged only
+//! after the commit, and after any replacement (a retry or a dead letter) is confirmed. Messages
+//! that must wait (Postgres unavailable, a lock held elsewhere) stay unacknowledged and are tried
+//! again, together, after a backoff, while the others are settled. Each delivery's command runs
+//! in the delivery's own span ([`Message`]).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lapin::Channel;
 use lapin::message::Delivery;
 use tokio_util::sync::CancellationToken;
 
-use super::ack_window::Acknowledger;
-use super::connection::Backoff;
-use super::consumer::Settled;
 use super::decision::{Disposition, decide};
-use super::envelope::{self, Envelope, InboundEvent, Poison};
-use super::republish::attempt_of;
-use super::settle::Settlement;
-use super::topology::Topology;
-use super::trace_headers;
+use super::delivery::Message;
+use super::settlement::{Settlement, Settler};
+use crate::amqp::connection::Backoff;
+use crate::amqp::inbound::{Envelope, InboundEvent};
 use crate::app::{App, AppError, Item, Request};
 use crate::config::AmqpConfig;
 use crate::domain::{Cause, ReasonClass};
-use crate::telemetry::{TraceContext, continue_trace, error_chain, escaped};
+use crate::telemetry::{TraceContext, error_chain, escaped};
 
 /// Everything a batch's handler needs.
 pub(super) struct Worker {
-    pub(super) app: App,
-    pub(super) publisher: Channel,
-    /// The consuming channel's acknowledgements.
-    pub(super) acks: Acknowledger,
-    pub(super) config: Arc<AmqpConfig>,
-    pub(super) topology: Arc<Topology>,
-    pub(super) session: CancellationToken,
-    /// Cancelled when a settlement failed: the channels can no longer be trusted (the broker may
-    /// have closed the publishing channel), so the session ends and reconnects.
-    pub(super) broken: CancellationToken,
-    pub(super) settled: Settled,
-    pub(super) max_message_bytes: usize,
-}
-
-/// One delivery on its way through: parsed, with its span and the trace its effects carry.
-pub(super) struct Message {
-    pub(super) delivery: Delivery,
-    parsed: Result<Envelope, Poison>,
-    event_type: &'static str,
-    pub(super) attempt: u32,
-    started: Instant,
-    pub(super) span: tracing::Span,
-    pub(super) trace: TraceContext,
-}
-
-impl Message {
-    fn receive(delivery: Delivery, max_message_bytes: usize) -> Self {
-        let started = Instant::now();
-        let attempt = attempt_of(&delivery.properties);
-        let parsed = envelope::parse_bounded(&delivery.data, max_message_bytes);
-        let (event_id, event_type, order_id) = match &parsed {
-            Ok(e) => (
-                e.event_id.to_string(),
-                e.event_type,
-                e.event.order_id().to_string(),
-            ),
-            Err(_) => (String::new(), "unparsable", String::new()),
-        };
-        if let Ok(envelope) = &parsed {
-            // How late the message is handled: the publisher's clock against ours, so a skew
-            // shows too; never below 0.
-            let age = (chrono::Utc::now() - envelope.occurred_at)
-                .to_std()
-                .unwrap_or_default();
-            metrics::histogram!("amqp_message_age_seconds", "type" => event_type)
-                .record(age.as_secs_f64());
-        }
-        let span = tracing::info_span!(
-            "amqp_message",
-            %event_id,
-            %event_type,
-            %order_id,
-            attempt,
-            trace_id = tracing::field::Empty,
-            span_id = tracing::field::Empty,
-        );
-        let sender = trace_headers::parent(delivery.properties.headers().as_ref());
-        let trace = continue_trace(&span, sender.as_ref());
-        Self {
-            delivery,
-            parsed,
-            event_type,
-            attempt,
-            started,
-            span,
-            trace,
-        }
-    }
-
-    /// Counts the message as handled, with how it ended.
-    pub(super) fn finish(&self, outcome: &'static str) {
-        let event_type = self.event_type;
-        metrics::counter!("amqp_messages_total", "type" => event_type, "outcome" => outcome)
-            .increment(1);
-        metrics::histogram!("amqp_message_duration_seconds", "type" => event_type)
-            .record(self.started.elapsed().as_secs_f64());
-    }
+    app: App,
+    config: Arc<AmqpConfig>,
+    settler: Settler,
+    /// Cancelled when the session ends: messages waiting to be tried again are given up (left
+    /// unacknowledged, so the broker redelivers them).
+    session: CancellationToken,
+    max_message_bytes: usize,
 }
 
 impl Worker {
+    pub(super) fn new(
+        app: App,
+        config: Arc<AmqpConfig>,
+        settler: Settler,
+        session: CancellationToken,
+        max_message_bytes: usize,
+    ) -> Self {
+        Self {
+            app,
+            config,
+            settler,
+            session,
+            max_message_bytes,
+        }
+    }
+
+    /// Notes a delivery as received, in the order the channel numbered them and before any
+    /// can be settled.
+    pub(super) async fn received(&self, delivery_tag: u64) {
+        self.settler.received(delivery_tag).await;
+    }
+
     pub(super) async fn handle(&self, deliveries: Vec<Delivery>) {
         metrics::histogram!("amqp_batch_size").record(deliveries.len() as f64);
         let mut pending: Vec<Message> = deliveries
@@ -121,8 +65,8 @@ impl Worker {
             .collect();
         let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
         loop {
-            let (settling, waiting) = self.decide(pending).await;
-            self.settle(settling).await;
+            let (settling, waiting) = self.apply_together(pending).await;
+            self.settler.settle(settling).await;
             if waiting.is_empty() {
                 return;
             }
@@ -143,7 +87,7 @@ impl Worker {
 
     /// Applies the parsed messages together and decides each: those settled now, and those
     /// that must wait, with the reason.
-    async fn decide(
+    async fn apply_together(
         &self,
         messages: Vec<Message>,
     ) -> (Vec<(Message, Settlement)>, Vec<(Message, String)>) {

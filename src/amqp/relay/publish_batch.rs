@@ -18,7 +18,7 @@ use lapin::{Channel, Confirmation, PublisherConfirm};
 use sqlx::PgPool;
 use tokio::time::{Instant, timeout_at};
 
-use super::message::{self, Unpublishable};
+use super::outbox_message::{self, Unpublishable};
 use crate::amqp::connection::AmqpError;
 use crate::amqp::topology;
 use crate::app::bounded;
@@ -101,9 +101,9 @@ pub(super) async fn publish_batch(
                 continue;
             }
         };
-        let (span, trace) = message::publish_span(event);
+        let (span, trace) = outbox_message::publish_span(event);
         spans.push(span);
-        let message = match message::outgoing(target.exchange, event, &trace) {
+        let message = match outbox_message::outgoing(target.exchange, event, &trace) {
             Ok(message) => message,
             Err(error) => {
                 settled.set_aside(event.id, reason(&error));
@@ -121,7 +121,7 @@ pub(super) async fn publish_batch(
                 topology::declare_topic(target.channel, message.exchange.as_str()).await?;
             }
         }
-        let confirm = timeout_at(deadline, message::publish(target.channel, message))
+        let confirm = timeout_at(deadline, outbox_message::publish(target.channel, message))
             .await
             .map_err(|_| AmqpError::Timeout)??;
         in_flight.push(InFlight {

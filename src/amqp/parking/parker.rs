@@ -1,5 +1,5 @@
 //! The dead-letter consumer: parks every message of the dead-letter queue in Postgres (as
-//! `parked::dead_letter_of` reads it) and acknowledges it only after the commit, so a crash leaves
+//! `dead_letter_record::dead_letter_of` reads it) and acknowledges it only after the commit, so a crash leaves
 //! it in the queue. It holds at most [`PREFETCH`] messages, one parked at a time; a database that
 //! cannot be reached is waited out with the message kept. It also keeps the `dead_letters_parked`
 //! gauge (by reason class) fresh from the database: after it parks (at most once a second) and
@@ -16,9 +16,9 @@ use lapin::types::FieldTable;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::connection::{AmqpError, Backoff, Nodes, consume, reconnecting};
-use super::parked::{dead_letter_of, refused_unread};
-use super::topology::Topology;
+use super::dead_letter_record::{dead_letter_of, refused_unread};
+use crate::amqp::connection::{AmqpError, Backoff, Nodes, consume, reconnecting};
+use crate::amqp::topology::Topology;
 use crate::app::App;
 use crate::config::{AmqpConfig, AmqpEndpoints};
 use crate::health::Signal;

@@ -4,18 +4,18 @@
 //! bookkeeping headers. Everything is bounded: the reason is cut to 1 KiB, headers larger or
 //! deeper than `header_bounds` allows are left out (as a retry leaves them out), and the body is
 //! read once.
-//!
-//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable};
 use serde::Deserialize;
 
-use super::consumer::{HEADERS_DROPPED_HEADER, REASON_HEADER};
-use super::header_bounds::Bounded;
-use super::properties::{self, without_nul};
-use super::republish::{bounded, carried_headers, dropped};
-use super::routing::{DEATH_HEADER, newest_death};
+use crate::amqp::headers::header_bounds::Bounded;
+use crate::amqp::headers::{
+    DEATH_HEADER, HEADERS_DROPPED_HEADER, REASON_HEADER, carried_headers, cut_to, dropped,
+    newest_death, original_routing_key,
+};
+use crate::amqp::inbound::Poison;
+use crate::amqp::properties::{self, without_nul};
 use crate::domain::{DeadLetterIdentity, EventId, MAX_REASON_BYTES, ReasonClass, type_filter};
 use crate::store::dead_letters::NewDeadLetter;
 
@@ -28,7 +28,7 @@ pub fn dead_letter_of(
     delivery_limit: u32,
 ) -> NewDeadLetter {
     let headers = properties.headers().as_ref();
-    let routing_key = without_nul(&super::routing::original_routing_key(headers, routing_key));
+    let routing_key = without_nul(&original_routing_key(headers, routing_key));
     let message_id = properties
         .message_id()
         .as_ref()
@@ -41,7 +41,7 @@ pub fn dead_letter_of(
         message_id,
         event_id,
         event_type,
-        reason: bounded(
+        reason: cut_to(
             &without_nul(&reason_of(headers, delivery_limit)),
             MAX_REASON_BYTES,
         ),
@@ -55,7 +55,7 @@ pub fn dead_letter_of(
 /// Why a dead letter of `bytes`, over the consumer's `limit`, died: the consumer rejected it
 /// unread, and the broker dead-lettered it (with an `x-death` that says only "rejected").
 pub fn refused_unread(bytes: usize, limit: usize) -> String {
-    let poison = super::envelope::Poison::TooLarge { bytes, limit };
+    let poison = Poison::TooLarge { bytes, limit };
     ReasonClass::Poison.reason(&format!("{poison}; refused unread"))
 }
 
@@ -119,7 +119,7 @@ impl Death {
 }
 
 /// The newest `x-death` entry, trusted only as the broker writes it: the service passes no
-/// publisher's `x-death` on (`routing::BOOKKEEPING_HEADERS`), so one here was written by the
+/// publisher's `x-death` on (`headers::BOOKKEEPING_HEADERS`), so one here was written by the
 /// broker as it dead-lettered the message from one of the service's queues.
 fn newest_broker_death(value: &AMQPValue) -> Option<Death> {
     let AMQPValue::FieldTable(death) = newest_death(value)? else {
@@ -196,9 +196,10 @@ fn envelope_fields(body: &[u8]) -> (Option<String>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::amqp::consumer::{ATTEMPT_HEADER, ORIGINAL_ROUTING_KEY_HEADER};
-    use crate::amqp::header_bounds::MAX_BYTES;
-    use crate::amqp::routing::{DELIVERY_COUNT_HEADER, original_routing_key};
+    use crate::amqp::headers::header_bounds::MAX_BYTES;
+    use crate::amqp::headers::{
+        ATTEMPT_HEADER, DELIVERY_COUNT_HEADER, ORIGINAL_ROUTING_KEY_HEADER,
+    };
 
     fn long_string(value: &str) -> AMQPValue {
         AMQPValue::LongString(value.into())
