@@ -9,6 +9,9 @@
 //! line for parked dead letters; both doors read what clients send through [`strict_json`].
 //! `docs/architecture.md` is the map for newcomers.
 
+// The service never unwraps: a failure is an error it handles or reports.
+#![warn(clippy::unwrap_used, clippy::expect_used)]
+
 pub mod amqp;
 pub mod app;
 pub mod auth;

@@ -1,6 +1,9 @@
 //! The `order-service` binary: `serve` (default), `migrate`, `openapi`, `asyncapi`, `token`,
 //! `dead-letters`.
 
+// The service never unwraps: a failure is an error it handles or reports.
+#![warn(clippy::unwrap_used, clippy::expect_used)]
+
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;

@@ -14,6 +14,21 @@
 //! A door that receives commands mixed names them with one [`Request`] type; the consumer runs
 //! them in one transaction ([`App::apply_batch`], `batch.rs`), each step under a savepoint of its
 //! own (README "Batched consumer commits").
+//!
+//! `App`'s methods, by the file that holds them:
+//!
+//! | methods | file |
+//! |---|---|
+//! | `new`, `replaying_to`, `relay_wakeup`, `database_writable` | `mod.rs` (here) |
+//! | `place` | `place.rs` |
+//! | `record` (a payment or a refund) | `ledger.rs` |
+//! | `ship`, `cancel` | `status_change.rs` |
+//! | `apply_batch` (the consumer's batch of [`Request`]s) | `batch.rs` |
+//! | `expire_overdue` | `expiry.rs` |
+//! | `order`, `orders`, `payments`, `history` | `queries.rs` |
+//! | `park`, `dead_letter`, `dead_letters`, `parked_summary`, `parked_by_class` | `dead_letters/mod.rs` |
+//! | `replay_dead_letters`, `act_on_dead_letter` | `dead_letters/actions.rs` |
+//! | `run`, `conclude` (private: the runner every command goes through) | `runner.rs` |
 
 mod batch;
 pub mod dead_letters;

@@ -6,10 +6,10 @@
 
 use sqlx::PgConnection;
 
-use super::AppError;
 use super::deadline;
 use super::events::new_events;
-use super::runner::{Attempt, Command, Transition, Written};
+use super::runner::{Command, Step, Transition, Written};
+use super::{AppError, Outcome};
 use crate::domain::{
     Cause, Change, EventType, LedgerEntry, Order, OrderId, OrderStatus, Transfer, TransferId,
     TransitionKind, Version,
@@ -112,10 +112,12 @@ impl<C: OrderCommand> Command for C {
         conn: &mut PgConnection,
         cause: &Cause,
         found: Snapshot,
-    ) -> Result<Attempt<C::Output>, AppError> {
+    ) -> Result<Step<C::Output>, AppError> {
         let at = found.read_at;
         let change = match self.decide(found)? {
-            Decided::AlreadyApplied(value) => return Ok(Attempt::AlreadyApplied(value)),
+            Decided::AlreadyApplied(value) => {
+                return Ok(Step::Unchanged(Outcome::AlreadyApplied(value)));
+            }
             Decided::Write(change) => *change,
         };
         // Stamped with the database's time of the read it was decided on.
@@ -135,7 +137,7 @@ impl<C: OrderCommand> Command for C {
         };
         Ok(
             match order_changes::write(conn, &write, deadline::remaining()).await? {
-                Guarded::Lost => Attempt::Lost,
+                Guarded::Lost => Step::Lost,
                 Guarded::Applied(()) => {
                     let transition = Transition {
                         kind: change.kind,
@@ -148,7 +150,7 @@ impl<C: OrderCommand> Command for C {
                         received_at: at,
                     });
                     let value = C::Output::written(next, entry)?;
-                    Attempt::Applied(value, Written::Order(transition))
+                    Step::Applied(value, Written::Order(transition))
                 }
             },
         )

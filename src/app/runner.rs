@@ -43,7 +43,7 @@ pub(super) trait Command: Sync {
         conn: &mut PgConnection,
         cause: &Cause,
         state: Self::State,
-    ) -> impl Future<Output = Result<Attempt<Self::Output>, AppError>> + Send;
+    ) -> impl Future<Output = Result<Step<Self::Output>, AppError>> + Send;
 
     /// The current state of what `prior` (the change or action this request's key already made)
     /// touched; `state` is what the read found for it.
@@ -53,17 +53,6 @@ pub(super) trait Command: Sync {
         prior: &KeyHolder,
         state: Self::State,
     ) -> impl Future<Output = Result<Self::Output, AppError>> + Send;
-}
-
-/// How one attempt ended.
-pub(super) enum Attempt<T> {
-    /// This attempt wrote the change.
-    Applied(T, Written),
-    /// The effect already exists: nothing was written.
-    AlreadyApplied(T),
-    /// A guard found that another writer got there first: nothing was written; re-read, decide
-    /// again.
-    Lost,
 }
 
 /// What a command wrote, for the metrics.
@@ -85,7 +74,8 @@ pub(super) struct Transition {
     pub to: OrderStatus,
 }
 
-/// How one step ended, as the runner (or a batch, `batch.rs`) acts on it.
+/// How one step (a command's attempt, or the replay of its key) ended, as the runner (or a
+/// batch, `batch.rs`) acts on it.
 pub(super) enum Step<T> {
     /// The command wrote a change: count it, wake the outbox relays (once it is committed).
     Applied(T, Written),
@@ -169,11 +159,7 @@ pub(super) async fn step<C: Command>(
         let value = command.replay(conn, &prior, state).await?;
         return Ok(Step::Unchanged(Outcome::Replayed(value)));
     }
-    Ok(match command.attempt(conn, cause, state).await? {
-        Attempt::Applied(value, written) => Step::Applied(value, written),
-        Attempt::AlreadyApplied(value) => Step::Unchanged(Outcome::AlreadyApplied(value)),
-        Attempt::Lost => Step::Lost,
-    })
+    command.attempt(conn, cause, state).await
 }
 
 /// Counts a command the domain refused, by reason and by the door it came through.

@@ -10,7 +10,7 @@
 use sqlx::PgConnection;
 
 use super::{BulkReplay, DeadLetterDetails, DeadLetterFilter, details};
-use crate::app::runner::{Attempt, Command, Written};
+use crate::app::runner::{Command, Step, Written};
 use crate::app::{App, AppError, Outcome};
 use crate::app::{deadline, keys};
 use crate::domain::{
@@ -98,7 +98,7 @@ impl Command for ActOnOne<'_> {
         conn: &mut PgConnection,
         cause: &Cause,
         state: Self::State,
-    ) -> Result<Attempt<DeadLetterDetails>, AppError> {
+    ) -> Result<Step<DeadLetterDetails>, AppError> {
         let state = state.ok_or(AppError::DeadLetterNotFound(self.id))?;
         match state.status {
             DeadLetterStatus::Parked => {}
@@ -129,9 +129,9 @@ impl Command for ActOnOne<'_> {
         };
         // Lost: settled by someone else since the read, which the next read finds.
         let Some(written) = act(conn, self.action, &targets, self.to, cause).await? else {
-            return Ok(Attempt::Lost);
+            return Ok(Step::Lost);
         };
-        Ok(Attempt::Applied(details(conn, self.id).await?, written))
+        Ok(Step::Applied(details(conn, self.id).await?, written))
     }
 
     async fn replay(
@@ -175,7 +175,7 @@ impl Command for ReplayMatching<'_> {
         conn: &mut PgConnection,
         cause: &Cause,
         (): (),
-    ) -> Result<Attempt<BulkReplay>, AppError> {
+    ) -> Result<Step<BulkReplay>, AppError> {
         let targets = Targets {
             filter: &self.filter,
             limit: MAX_BULK_REPLAY as i64,
@@ -183,7 +183,7 @@ impl Command for ReplayMatching<'_> {
         };
         let action = DeadLetterAction::Replay;
         let Some(written) = act(conn, action, &targets, self.to, cause).await? else {
-            return Ok(Attempt::Lost);
+            return Ok(Step::Lost);
         };
         let Written::DeadLetters { count, .. } = written else {
             return Err(AppError::Invariant("a replay wrote no action"));
@@ -192,7 +192,7 @@ impl Command for ReplayMatching<'_> {
             replayed: count,
             skipped: self.skipped(conn).await?,
         };
-        Ok(Attempt::Applied(replayed, written))
+        Ok(Step::Applied(replayed, written))
     }
 
     async fn replay(
