@@ -5,7 +5,7 @@
 //! owns transactions and outcomes; [`store`] holds all SQL; [`domain`] is pure. [`auth`] knows the
 //! API's clients; [`health`] carries the readiness of background components. [`startup`] wires
 //! them together from [`config`] into a [`startup::Service`]; [`telemetry`] sets up logs,
-//! traces and metrics; [`expiry`] cancels orders left unpaid too long; [`cli`] is the operators' command
+//! traces and metrics; [`expiry_sweep`] cancels orders left unpaid too long; [`cli`] is the operators' command
 //! line for parked dead letters; both doors read what clients send through [`strict_json`].
 //! `docs/architecture.md` is the map for newcomers.
 
@@ -18,7 +18,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod domain;
-pub mod expiry;
+pub mod expiry_sweep;
 pub mod health;
 pub mod http;
 pub mod startup;

@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::domain::ReplayRoutes;
 use crate::health::Readiness;
 use crate::http::{self, ApiState, ConnectionLimits, HttpSettings, OpenPaths};
-use crate::{expiry, store, telemetry};
+use crate::{expiry_sweep, store, telemetry};
 
 /// The running process: what `order-service serve` starts. Tests build one on port 0.
 pub struct Service {
@@ -123,7 +123,7 @@ impl Service {
         if let Some(parker) = self.parker {
             background.spawn(parker.run(shutdown.clone()));
         }
-        background.spawn(expiry::run(
+        background.spawn(expiry_sweep::run(
             self.app.clone(),
             self.config.expiry.clone(),
             shutdown.clone(),

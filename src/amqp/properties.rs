@@ -7,8 +7,6 @@
 //! `content_type`, `content_encoding`, `correlation_id`, `reply_to`, `priority`, `timestamp`,
 //! `app_id`, headers), persistent; never `expiration` (a replay must not expire on its way),
 //! `user_id` (the broker refuses another user's id from the service) or `cluster_id`.
-//!
-//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, ByteArray, DecimalValue, FieldArray, FieldTable, ShortString};

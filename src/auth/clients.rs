@@ -10,8 +10,6 @@
 //! `#` starts a comment running to the end of the line; blank entries are ignored. A client id is
 //! what `ClientId::parse` accepts (1–64 characters of `A-Z a-z 0-9 . _ @ -`). Scopes are `orders:read`, `orders:write` and `orders:admin`,
 //! separated by `,` (or `+`).
-//!
-//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use std::fmt;
 

@@ -2,7 +2,6 @@
 //! service may connect to (README "Configuration", "Running at scale"). [`AmqpEndpoints::parse`]
 //! is the one place a list is judged; a list it refuses stops the service at start, with a
 //! message that names the item and never shows a password.
-//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use std::ffi::OsStr;
 use std::fmt;

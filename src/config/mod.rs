@@ -2,7 +2,6 @@
 //! defaults of the README's "Configuration" section. Every default is a `DEFAULT_*` constant
 //! here, the one source that clap, the tests and the bench read; each group of settings lives
 //! in a submodule of its own.
-//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;

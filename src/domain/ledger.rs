@@ -2,8 +2,6 @@
 //! transfer id across both directions, and what each does to its order. Both are facts: a
 //! payment is recorded whatever the order's status, a refund never changes the status. The
 //! rules are in `docs/contract.md#money`.
-//!
-//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use chrono::{DateTime, Utc};
 use strum::{AsRefStr, Display, EnumString, IntoStaticStr};

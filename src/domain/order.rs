@@ -1,8 +1,6 @@
 //! The order aggregate and its decisions: given the current order and a command, what changes
 //! (a [`Change`] to write), whether it already happened ([`Decision::AlreadyApplied`]), or why it
 //! cannot ([`DomainError`]).
-//!
-//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use chrono::{DateTime, Utc};
 

@@ -3,8 +3,6 @@
 //! `WWW-Authenticate: Bearer` if not) holding the scope the route needs (403 if not). The client
 //! travels to handlers as a request extension read by the `Caller` extractor: it scopes
 //! Idempotency-Keys and is recorded in the history.
-//!
-//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 use std::sync::Arc;
 

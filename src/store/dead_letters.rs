@@ -1,10 +1,7 @@
 //! The `dead_letters` table: one row per distinct dead message, parked by the dead-letter consumer,
 //! read by operators, replayed or discarded by them. Bodies are read as a bounded prefix, never
-//! whole: a listing must not hold the bodies of a hundred huge poison messages.
-//!
-//! (Over 300 lines because it is all the SQL of one table: park, list with its filters, the
-//! summary and show. Replays and discards are written with their action, in
-//! `dead_letter_actions`.)
+//! whole: a listing must not hold the bodies of a hundred huge poison messages. Replays and
+//! discards are written with their action, in `dead_letter_actions`.
 
 use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgConnection, PgPool};

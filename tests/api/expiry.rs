@@ -366,7 +366,7 @@ async fn with_no_payment_timeout_the_sweeper_returns_at_once_and_expires_nothing
     // cancelled, and this token is never cancelled.
     tokio::time::timeout(
         Duration::from_secs(30),
-        order_service::expiry::run(app_of(&app), config, CancellationToken::new()),
+        order_service::expiry_sweep::run(app_of(&app), config, CancellationToken::new()),
     )
     .await
     .expect("the sweeper returns at once when expiry is off");

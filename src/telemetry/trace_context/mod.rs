@@ -3,7 +3,6 @@
 //! request, a delivery, a publish): continue the caller's trace, or start one when the caller
 //! sent none or a malformed one. A malformed header never fails anything; it is ignored. See the
 //! README's "Tracing" section.
-//! (Over 300 lines only because its unit tests, which pin each rule beside the code, follow it.)
 
 mod tracestate;
 
