@@ -1,8 +1,9 @@
-# The service image, built as zero2prod builds its own: cargo-chef derives a recipe (manifests,
-# lock file, target skeletons) from the workspace, the dependencies are compiled from that recipe
-# in a layer of their own, and only then are the sources copied in. The dependency layer cannot
-# drift from the manifests, and it is rebuilt only when they change. `.ci/dockerfile-build-check.py`
-# runs the build stages below in CI.
+# The service image. Compiling the dependencies takes most of a build and they change far less
+# often than the sources, so they get a layer of their own: cargo-chef derives a recipe
+# (manifests, lock file, target skeletons) from the workspace, the dependencies are compiled from
+# that recipe, and only then are the sources copied in. Because the recipe is derived, not
+# written by hand, the dependency layer cannot drift from the manifests, and it is rebuilt only
+# when they change. `.ci/dockerfile-build-check.py` runs the build stages below in CI.
 
 # Tools: the toolchain and cargo-chef, shared by the planner and the builder.
 FROM rust:1.95-bookworm AS chef

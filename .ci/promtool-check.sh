@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks the operations kit in deploy/ with promtool (README "Operations kit"):
+# Checks the operations kit in deploy/ with promtool
+# (docs/operations/observability.md "Operations kit"):
 # - the alert rules load (`promtool check rules`) and their unit tests pass
 #   (`promtool test rules`: each alert firing, and staying quiet, on made-up series);
 # - the example Prometheus configuration loads, with the rules it names (`promtool check config`);

@@ -1,9 +1,9 @@
-//! Readiness: the signals raised by background components (the AMQP consumer, the outbox relay
-//! and the dead-letter parker) and the database check, read together by `/health/ready` and
-//! exported as the gauge `ready{component}` (1 ready, 0 not), so an alert needs no probe of its
-//! own (README "Operations kit"). A component is ready while it is connected and not stalled: the
-//! relay connected to the broker but publishing nothing while events wait is not ready either
-//! (README "Rows the relay sets aside").
+//! Readiness: the signals raised by background components (the AMQP consumer, the outbox relay and
+//! the dead-letter parker) and the database check, read together by `/health/ready` and exported as
+//! the gauge `ready{component}` (1 ready, 0 not), so an alert needs no probe of its own
+//! (docs/operations/observability.md "Operations kit"). A component is ready while it is connected
+//! and not stalled: the relay connected to the broker but publishing nothing while events wait is
+//! not ready either (docs/messaging.md "Rows the relay sets aside").
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 // JSON Schema, the bindings' schemas, every message payload's schema, references, and the
 // parser's ruleset. Prints every diagnostic; exits 1 if any has error severity (or the document
 // cannot be read at all), 0 otherwise. Usage: node validate.mjs <document.json>
-// (README "The messaging contract: AsyncAPI").
+// (docs/messaging.md "The messaging contract: AsyncAPI").
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 

@@ -1,7 +1,7 @@
-// Renders the AsyncAPI document of order-service (/asyncapi.json) with the vendored AsyncAPI
-// React component (assets/asyncapi/; README "The messaging contract: AsyncAPI"). A file of its
-// own rather than an inline script, so the page's Content-Security-Policy allows only this
-// origin's scripts.
+// Renders the AsyncAPI document of order-service (/asyncapi.json) with the vendored AsyncAPI React
+// component (assets/asyncapi/; docs/messaging.md "The messaging contract: AsyncAPI"). A file of its
+// own rather than an inline script, so the page's Content-Security-Policy allows only this origin's
+// scripts.
 AsyncApiStandalone.render(
   {
     schema: {

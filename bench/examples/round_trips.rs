@@ -31,7 +31,7 @@
 //!
 //! `--detail` lists every statement with its count per request.
 //!
-//! Now every command is 2 statements on its path and a replay 1 (README "Round trips per
+//! Now every command is 2 statements on its path and a replay 1 (bench/README.md "Round trips per
 //! command" gives both, side by side).
 
 use std::path::{Path, PathBuf};

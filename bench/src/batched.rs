@@ -1,4 +1,4 @@
-//! The two designs batched as the consumer batches (README "Performance"): a batch of payment
+//! The two designs batched as the consumer batches (bench/README.md): a batch of payment
 //! deliveries, duplicates among them, applied in one transaction, each message under a savepoint
 //! of its own so that one failing message would not sink the others.
 //!

@@ -1,6 +1,6 @@
 //! The one-statement reference: the minimal durable writes one payment needs — the guarded order
 //! update, the ledger row, the history row and the outbox row, the same four rows the service
-//! writes — as ONE data-modifying statement (README "Performance"):
+//! writes — as ONE data-modifying statement (bench/README.md):
 //!
 //! ```text
 //! WITH paid    AS (UPDATE orders … WHERE id = $1 AND status = 'PENDING_PAYMENT' AND version = $v RETURNING …),
@@ -9,12 +9,12 @@
 //! INSERT INTO outbox                             SELECT … FROM paid, history
 //! ```
 //!
-//! Every insert is chained from the guarded update's `RETURNING`, so a missed guard (the order
-//! is no longer at that version and status) writes nothing, and the statement says so: it
-//! affects one outbox row or none. Sent on its own it is its own transaction (autocommit); the
-//! batched designs ([`crate::batched`]) send it inside theirs. The outbox payload is built in
-//! the statement, in the envelope the service publishes (README "Published events"). No relay
-//! wake-up is sent: it is not a durable write.
+//! Every insert is chained from the guarded update's `RETURNING`, so a missed guard (the order is
+//! no longer at that version and status) writes nothing, and the statement says so: it affects one
+//! outbox row or none. Sent on its own it is its own transaction (autocommit); the batched designs
+//! ([`crate::batched`]) send it inside theirs. The outbox payload is built in the statement, in the
+//! envelope the service publishes (docs/messaging.md "Published events"). No relay wake-up is sent:
+//! it is not a durable write.
 
 use sqlx::PgConnection;
 use uuid::Uuid;

@@ -2,7 +2,7 @@
 //! reference (the minimal durable writes of a payment as one statement), the service's own
 //! transaction in raw SQL and the dedup-table design, measured side by side in one run against
 //! the local Postgres and RabbitMQ. Prints a table and writes JSON, Markdown and SVG charts under
-//! `bench/results/` (README "Performance").
+//! `bench/results/` (bench/README.md).
 //!
 //! ```sh
 //! cargo build --release --workspace && ./target/release/order-service-bench

@@ -1,5 +1,5 @@
-//! Renders a [`Report`] for people: the Markdown report (also what the README's Performance
-//! section shows) and the plain table printed on stdout.
+//! Renders a [`Report`] for people: the Markdown report (also what bench/README.md
+//! shows) and the plain table printed on stdout.
 
 use std::fmt::Write;
 

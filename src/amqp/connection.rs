@@ -118,7 +118,7 @@ pub(super) async fn consume(
 /// of its own, drawn at random, each [`Nodes::connect`] taking the next. A component thus starts
 /// on a node chosen at random (the components of many instances spread over the cluster), and
 /// after losing its node it tries every other one before coming back to it. The delay between
-/// attempts is [`reconnecting`]'s (README "Running at scale").
+/// attempts is [`reconnecting`]'s (docs/operations/scaling.md).
 #[derive(Debug)]
 pub struct Nodes {
     order: Vec<AmqpEndpoint>,

@@ -19,14 +19,15 @@
 //! reason `delivery_limit`. An inbox declared by an earlier version without it cannot be
 //! redeclared with it (the broker refuses with PRECONDITION_FAILED); [`Topology::declare_inbox_side`]
 //! then keeps consuming the inbox as it is and says how to apply the limit with a policy
-//! (README "Upgrading: the inbox delivery limit").
+//! (docs/operations/upgrading.md "Upgrading: the inbox delivery limit").
 //!
 //! Every queue is a quorum queue, the delay queues too: a classic queue lives on one node of a
 //! cluster, and while that node is down a session could neither redeclare it (the broker answers
 //! NOT_FOUND, "home node … is down") nor park a retry in it. The delay queues dead-letter back at
 //! least once (`x-dead-letter-strategy`), so an expired retry is not lost on its way back to the
 //! inbox. An earlier version's classic `….retry.<ms>ms` queues are no longer declared; their
-//! messages still expire back to the inbox (README "Upgrading: the delay queues").
+//! messages still expire back to the inbox (docs/operations/upgrading.md "Upgrading: the delay
+//! queues").
 //! (About 300 lines because it is the whole broker topology in one place: every name, argument
 //! and binding the service declares, which the AsyncAPI generator and the tests read too.)
 
@@ -112,8 +113,8 @@ impl Topology {
                     "the inbox exists with other arguments than this version declares (an earlier \
                      version declared it without x-delivery-limit): it is used as it is, and \
                      AMQP_DELIVERY_LIMIT does not apply to it (RabbitMQ 3.x then has no limit, \
-                     4.x its default of 20) until a policy sets the limit: {} (see README \
-                     \"Upgrading: the inbox delivery limit\")",
+                     4.x its default of 20) until a policy sets the limit: {} (see \
+                     docs/operations/upgrading.md \"Upgrading: the inbox delivery limit\")",
                     self.policy_command()
                 );
                 let channel = connection.create_channel().await?;

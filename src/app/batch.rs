@@ -1,5 +1,5 @@
-//! Several requests in one transaction (README "Batched consumer commits"): what the AMQP
-//! consumer does with the deliveries it takes together, so that they share one commit.
+//! Several requests in one transaction (docs/messaging.md "Batched consumer commits"): what the
+//! AMQP consumer does with the deliveries it takes together, so that they share one commit.
 //!
 //! Each item runs the same step it runs alone ([`step`]: one read, one guarded write) under a
 //! savepoint of its own: one that is refused (premature, a conflict) or fails unexpectedly is
@@ -63,10 +63,10 @@ impl App {
     /// unavailable: nothing of the batch is committed, and every item may be tried again.
     ///
     /// In a batch of several items a statement waits at most `lock_wait` for a lock another
-    /// transaction holds; a lone item waits the pool's `LOCK_TIMEOUT_MS`, as a command alone
-    /// does. Even a single item runs in a transaction (README "Batched consumer commits"): a
-    /// process that dies before the commit leaves nothing behind, though its statement may still
-    /// be waiting for a lock at the server; the message is redelivered and decided again.
+    /// transaction holds; a lone item waits the pool's `LOCK_TIMEOUT_MS`, as a command alone does.
+    /// Even a single item runs in a transaction (docs/messaging.md "Batched consumer commits"): a
+    /// process that dies before the commit leaves nothing behind, though its statement may still be
+    /// waiting for a lock at the server; the message is redelivered and decided again.
     pub async fn apply_batch(
         &self,
         items: &[Item],

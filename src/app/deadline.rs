@@ -1,12 +1,12 @@
-//! The time a command has to take effect: a REST request's time limit (README "Limits and
-//! timeouts"), set around the request by the HTTP door. A command's write carries what is left of
-//! it to the server (`store::order_changes`, `store::dead_letter_actions`), which refuses to take
-//! effect past it: a request answered 503 for its time limit leaves nothing behind, even when its
-//! statement was still waiting for a lock. Work nobody waits on (a batch of messages, a dead
-//! letter parked, an expiry sweep, a relay round) gets [`UNATTENDED_LIMIT`] through [`bounded`]:
-//! a primary that stops answering without closing its sockets (a paused VM, a partition) would
-//! otherwise hold it for as long as TCP keeps a silent connection (hours), while a standby has
-//! long been promoted (docs/postgres-failover.md).
+//! The time a command has to take effect: a REST request's time limit
+//! (docs/operations/configuration.md "Limits and timeouts"), set around the request by the HTTP
+//! door. A command's write carries what is left of it to the server (`store::order_changes`,
+//! `store::dead_letter_actions`), which refuses to take effect past it: a request answered 503 for
+//! its time limit leaves nothing behind, even when its statement was still waiting for a lock. Work
+//! nobody waits on (a batch of messages, a dead letter parked, an expiry sweep, a relay round) gets
+//! [`UNATTENDED_LIMIT`] through [`bounded`]: a primary that stops answering without closing its
+//! sockets (a paused VM, a partition) would otherwise hold it for as long as TCP keeps a silent
+//! connection (hours), while a standby has long been promoted (docs/postgres-failover.md).
 
 use std::future::Future;
 use std::time::Duration;

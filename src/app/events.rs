@@ -1,7 +1,7 @@
-//! The events a change emits, as its outbox rows hold them: the envelope of the README's
-//! "Published events" section, with the order as the REST API shows it as `data`. Each row also
+//! The events a change emits, as its outbox rows hold them: the envelope of docs/messaging.md
+//! "Published events", with the order as the REST API shows it as `data`. Each row also
 //! keeps the trace context of the request or message that caused the change, which the relay
-//! sends on (README "Tracing").
+//! sends on (docs/operations/observability.md "Tracing").
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

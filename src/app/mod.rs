@@ -13,7 +13,7 @@
 //!
 //! A door that receives commands mixed names them with one [`Request`] type; the consumer runs
 //! them in one transaction ([`App::apply_batch`], `batch.rs`), each step under a savepoint of its
-//! own (README "Batched consumer commits").
+//! own (docs/messaging.md "Batched consumer commits").
 //!
 //! `App`'s methods, by the file that holds them:
 //!

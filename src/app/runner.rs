@@ -3,8 +3,8 @@
 //! request's change if there is one; otherwise let the domain decide and write the change with one
 //! guarded statement. A guard that lost a race wrote nothing, and the next step re-reads.
 //!
-//! No transaction is opened: each statement is atomic, and the version guard makes the write
-//! valid only against the state it was decided on, however long ago that was read (README "How
+//! No transaction is opened: each statement is atomic, and the version guard makes the write valid
+//! only against the state it was decided on, however long ago that was read (docs/contract.md "How
 //! each idempotency case is resolved"). [`step`] is therefore as good inside a transaction the
 //! caller holds (under a savepoint, say) as in autocommit; it never begins or ends one. The outcome
 //! metrics and the relay's wake-up are counted here, once, for both doors.

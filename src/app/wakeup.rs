@@ -1,10 +1,10 @@
-//! Waking the outbox relays once a command committed events (README "Outbox and relay wake-up"),
-//! off the command's path: the relay of this process at once, in memory; the relays of other
-//! instances with a Postgres NOTIFY that a background task sends — one at once, then at most one
-//! per [`NOTIFY_EVERY`] however many commits follow, so a busy instance sends a few hundred a
+//! Waking the outbox relays once a command committed events (docs/messaging.md "Outbox and relay
+//! wake-up"), off the command's path: the relay of this process at once, in memory; the relays of
+//! other instances with a Postgres NOTIFY that a background task sends — one at once, then at most
+//! one per [`NOTIFY_EVERY`] however many commits follow, so a busy instance sends a few hundred a
 //! second, not one per command. A NOTIFY is a statement of its own, never inside a writing
-//! transaction (which would serialise commits). A wake-up that is lost only delays publishing
-//! until the relays' next poll.
+//! transaction (which would serialise commits). A wake-up that is lost only delays publishing until
+//! the relays' next poll.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};

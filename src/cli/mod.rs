@@ -1,6 +1,6 @@
 //! The command-line door for operators: `order-service dead-letters list|show|replay|discard`
 //! runs the same application commands as `/v1/dead-letters`, straight against the database
-//! (README "Dead letters: find, group, replay, discard"). Output is for people (tables) or, with
+//! (docs/operations/dead-letters.md). Output is for people (tables) or, with
 //! `--json`, the REST API's shapes for scripts.
 
 pub mod dead_letters;

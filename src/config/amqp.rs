@@ -12,7 +12,7 @@ use super::{
     DEFAULT_OUTBOUND_EXCHANGE, MAX_AMQP_BATCH_SIZE,
 };
 
-/// The RabbitMQ side: names of the topology (README "Messaging") and consumer tuning.
+/// The RabbitMQ side: names of the topology (docs/messaging.md) and consumer tuning.
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
 pub struct AmqpConfig {
     /// Run the AMQP consumer and outbox relay beside the API.
@@ -44,8 +44,8 @@ pub struct AmqpConfig {
     pub prefetch: u16,
 
     /// Deliveries applied together in one transaction, each under a savepoint, and acknowledged
-    /// after its commit (README "Batched consumer commits"); 1 applies each on its own. At most
-    /// `AMQP_PREFETCH` are ever held, so a larger batch is never full; at most 64, as more
+    /// after its commit (docs/messaging.md "Batched consumer commits"); 1 applies each on its own.
+    /// At most `AMQP_PREFETCH` are ever held, so a larger batch is never full; at most 64, as more
     /// savepoints that write in one transaction overflow Postgres' per-session cache of them and
     /// slow every session's snapshots.
     #[arg(id = "amqp_batch_size", long = "amqp-batch-size", global = true, env = "AMQP_BATCH_SIZE", default_value_t = DEFAULT_AMQP_BATCH_SIZE, value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_AMQP_BATCH_SIZE)))]

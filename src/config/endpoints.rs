@@ -1,7 +1,7 @@
 //! `AMQP_URL`: the RabbitMQ node, or several nodes of one cluster separated by commas, that the
-//! service may connect to (README "Configuration", "Running at scale"). [`AmqpEndpoints::parse`]
-//! is the one place a list is judged; a list it refuses stops the service at start, with a
-//! message that names the item and never shows a password.
+//! service may connect to (docs/operations/configuration.md; docs/operations/scaling.md).
+//! [`AmqpEndpoints::parse`] is the one place a list is judged; a list it refuses stops the service
+//! at start, with a message that names the item and never shows a password.
 
 use std::ffi::OsStr;
 use std::fmt;

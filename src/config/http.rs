@@ -12,7 +12,8 @@ use super::{
     DEFAULT_REQUEST_TIMEOUT_MS,
 };
 
-/// Who may call the REST API (see `auth` for the client format and README "Authentication").
+/// Who may call the REST API (see `auth` for the client format and
+/// docs/operations/authentication.md).
 #[derive(Debug, Clone, Args)]
 pub struct AuthConfig {
     /// API clients, `<client_id>:<sha256 hex of token>:<scopes>` separated by `;`.

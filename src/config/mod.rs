@@ -1,7 +1,7 @@
 //! Typed settings, read from the environment (or the equivalent command-line flags) with the
-//! defaults of the README's "Configuration" section. Every default is a `DEFAULT_*` constant
-//! here, the one source that clap, the tests and the bench read; each group of settings lives
-//! in a submodule of its own.
+//! defaults that docs/operations/configuration.md and the README's first settings list. Every
+//! default is a `DEFAULT_*` constant here, the one source that clap, the tests and the bench read;
+//! each group of settings lives in a submodule of its own.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
@@ -44,17 +44,17 @@ pub const DEFAULT_AMQP_PREFETCH: u16 = 16;
 /// measured faster than one of 16 (docs/hostile-input.md#memory).
 pub const DEFAULT_AMQP_BATCH_SIZE: u16 = 8;
 pub const DEFAULT_AMQP_BATCH_WAIT_MS: u64 = 2;
-/// How long a statement of a batch of several deliveries waits for a lock (README "Batched
-/// consumer commits"): a few of a concurrent batch's commits, so that a message whose order
-/// stays locked leaves its batch quickly instead of holding the others' acknowledgements.
+/// How long a statement of a batch of several deliveries waits for a lock (docs/messaging.md
+/// "Batched consumer commits"): a few of a concurrent batch's commits, so that a message whose
+/// order stays locked leaves its batch quickly instead of holding the others' acknowledgements.
 pub const DEFAULT_AMQP_BATCH_LOCK_WAIT_MS: u64 = 100;
 /// Postgres keeps the ids of up to 64 subtransactions that wrote per session in shared memory
 /// (`PGPROC_MAX_CACHED_SUBXIDS`); one more and every session's visibility checks must read
 /// `pg_subtrans`. A batch writes under at most one savepoint per delivery.
 pub const MAX_AMQP_BATCH_SIZE: u16 = 64;
 pub const DEFAULT_AMQP_MAX_ATTEMPTS: u32 = 10;
-/// Broker deliveries without a settlement before the broker dead-letters a message (README
-/// "Messaging": the crash-loop guard).
+/// Broker deliveries without a settlement before the broker dead-letters a message
+/// (docs/messaging.md "What each inbound message does": the crash-loop guard).
 pub const DEFAULT_AMQP_DELIVERY_LIMIT: u32 = 20;
 pub const DEFAULT_AMQP_RETRY_BASE_MS: u64 = 1_000;
 pub const DEFAULT_AMQP_RETRY_MAX_MS: u64 = 60_000;
@@ -87,7 +87,8 @@ pub const DEFAULT_ORDER_PAYMENT_TIMEOUT_SECS: u64 = 0;
 pub const DEFAULT_ORDER_EXPIRY_SWEEP_SECS: u64 = 30;
 pub const DEFAULT_ORDER_EXPIRY_BATCH: u32 = 500;
 /// The service's name on exported spans unless OpenTelemetry's `OTEL_SERVICE_NAME` (or a
-/// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`) names it (README "Tracing").
+/// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`) names it (docs/operations/observability.md
+/// "Tracing").
 pub const DEFAULT_SERVICE_NAME: &str = "order-service";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

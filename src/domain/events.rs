@@ -3,8 +3,8 @@
 
 use strum::{AsRefStr, Display, EnumIter, EnumString, IntoStaticStr};
 
-/// Every type, in the order of `EnumIter`, is in the AsyncAPI document (README "The messaging
-/// contract: AsyncAPI").
+/// Every type, in the order of `EnumIter`, is in the AsyncAPI document (docs/messaging.md "The
+/// messaging contract: AsyncAPI").
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, AsRefStr, IntoStaticStr, EnumIter,
 )]

@@ -10,8 +10,7 @@ use super::text::ValidationError;
 /// A client-chosen key, 1–255 printable ASCII characters. A structured-field string (`"abc"`,
 /// RFC 8941) is accepted and unquoted, so `"abc"` and `abc` are the same key. A comma outside
 /// one makes the value a list (`a, b`, as HTTP joins two fields of one name): never one key,
-/// since which of them to take is a guess a retry could answer differently (README
-/// "Idempotency-Key").
+/// since which of them to take is a guess a retry could answer differently (docs/decisions.md).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);
 

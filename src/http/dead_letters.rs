@@ -1,5 +1,5 @@
-//! `/v1/dead-letters`: find, group, replay and discard parked dead letters (README "Dead letters:
-//! find, group, replay, discard"). Every route needs the scope `orders:admin`; the actions are
+//! `/v1/dead-letters`: find, group, replay and discard parked dead letters
+//! (docs/operations/dead-letters.md). Every route needs the scope `orders:admin`; the actions are
 //! POSTs like any other, with an Idempotency-Key.
 
 use axum::extract::State;

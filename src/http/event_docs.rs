@@ -1,4 +1,4 @@
-//! The messaging contract for machines and for people (README "The messaging contract:
+//! The messaging contract for machines and for people (docs/messaging.md "The messaging contract:
 //! AsyncAPI"): the AsyncAPI 3.0 document at `/asyncapi.json`, and `/docs/events`, the page that
 //! renders it offline with the vendored AsyncAPI React component (`assets/asyncapi/`), under the
 //! same headers as the Swagger UI at `/docs`.

@@ -76,8 +76,8 @@ pub async fn metrics(State(state): State<ApiState>) -> Response {
         .into_response()
 }
 
-/// Whether Postgres answers now and takes writes, exported as `ready{component="database"}` (README
-/// "Operations kit").
+/// Whether Postgres answers now and takes writes, exported as `ready{component="database"}`
+/// (docs/operations/observability.md "Operations kit").
 async fn database_ready(state: &ApiState) -> bool {
     let reachable = state.app.database_writable().await;
     health::record_database(reachable);

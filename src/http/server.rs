@@ -1,10 +1,10 @@
-//! Serving the router over TCP (HTTP/1.1, as before): hyper with the limits `axum::serve` does
-//! not set. A request head must arrive within the header-read timeout (hyper's timer also runs
-//! while a kept-alive connection waits for its next request), a connection on which no byte
-//! moves either way for the idle timeout is closed (a client that stops reading its answer), and
-//! at most `max_connections` are open at once: beyond that the server stops accepting, so new
-//! connections wait in the kernel's listen backlog until one closes (README "Limits and
-//! timeouts"). Graceful shutdown: stop accepting, let in-flight requests finish, close idle
+//! Serving the router over TCP (HTTP/1.1, as before): hyper with the limits `axum::serve` does not
+//! set. A request head must arrive within the header-read timeout (hyper's timer also runs while a
+//! kept-alive connection waits for its next request), a connection on which no byte moves either
+//! way for the idle timeout is closed (a client that stops reading its answer), and at most
+//! `max_connections` are open at once: beyond that the server stops accepting, so new connections
+//! wait in the kernel's listen backlog until one closes (docs/operations/configuration.md "Limits
+//! and timeouts"). Graceful shutdown: stop accepting, let in-flight requests finish, close idle
 //! connections; the caller bounds the wait.
 
 use std::io;

@@ -1,7 +1,8 @@
 //! The request's span and its place in a trace. [`begin`] makes the span and continues the
 //! `traceparent`/`tracestate` request headers in it (a missing or malformed one starts a new
 //! trace; it never fails the request); `TraceLayer` then runs the request in that span, and the
-//! handlers pass its context to the application, whose events carry it (README "Tracing").
+//! handlers pass its context to the application, whose events carry it
+//! (docs/operations/observability.md "Tracing").
 
 use axum::extract::Request;
 use axum::http::{Extensions, HeaderMap};

@@ -1,5 +1,6 @@
-//! A command on an order in two statements, each atomic on its own, so neither needs a
-//! transaction around it (README "Design" and "Round trips per command"):
+//! A command on an order in two statements, each atomic on its own, so neither needs a transaction
+//! around it (docs/architecture.md "Two statements, no transaction"; bench/README.md "Round trips
+//! per command"):
 //!
 //! - [`read`]: the order, the committed request holding the Idempotency-Key (folded in from
 //!   `keys`), and for a payment or refund the ledger row of its id — one snapshot, so the key and

@@ -1,6 +1,6 @@
 //! Strict JSON objects: how both doors read what a client sends, a REST request body
 //! (`http::extract`) and an inbound envelope and its `data` (`amqp::inbound`). Strict in the
-//! ways plain serde is not (README "Where the contract was silent"):
+//! ways plain serde is not (docs/decisions.md):
 //!
 //! - **An object, never an array.** serde reads a struct from a sequence of its fields in order,
 //!   so `[null, "c", 5, "EUR"]` would place an order. A [`JsonObject`] is an object by

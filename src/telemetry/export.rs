@@ -1,7 +1,8 @@
 //! Span export over OTLP, switched on by `OTEL_EXPORTER_OTLP_ENDPOINT` and configured by
-//! OpenTelemetry's own environment variables, read by its SDK (README "Tracing"). Unset, nothing
-//! is built: no exporter, no background task, no connection. The transport is HTTP/protobuf,
-//! sent from a task on the service's runtime; spans still queued are flushed at shutdown.
+//! OpenTelemetry's own environment variables, read by its SDK (docs/operations/observability.md
+//! "Tracing"). Unset, nothing is built: no exporter, no background task, no connection. The
+//! transport is HTTP/protobuf, sent from a task on the service's runtime; spans still queued are
+//! flushed at shutdown.
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Logs (JSON or human-readable, filtered by `RUST_LOG`), traces (W3C trace context, carried
-//! through every door, and spans exported over OTLP when configured: README "Tracing") and the
-//! Prometheus recorder.
+//! through every door, and spans exported over OTLP when configured:
+//! docs/operations/observability.md "Tracing") and the Prometheus recorder.
 
 mod export;
 mod json;
@@ -102,7 +102,8 @@ pub fn metrics() -> PrometheusHandle {
                 .set_buckets(&[
                     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                 ])
-                // A count of deliveries, not a duration (README "Batched consumer commits").
+                // A count of deliveries, not a duration (docs/messaging.md "Batched consumer
+                // commits").
                 .and_then(|b| {
                     b.set_buckets_for_metric(
                         Matcher::Full("amqp_batch_size".to_owned()),

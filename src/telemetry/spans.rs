@@ -1,8 +1,8 @@
-//! A unit of the service's work — a request, a delivery, a published event, an expiry sweep —
-//! runs in a span of its own, and [`continue_trace`] gives that span its place in a trace: under
-//! the caller's context, or at the root of a new trace. The context it returns is what the work
-//! passes on (stored with its outbox rows, sent on a retry or dead letter), and its ids are
-//! recorded on the span as `trace_id` and `span_id` for the logs (README "Tracing").
+//! A unit of the service's work — a request, a delivery, a published event, an expiry sweep — runs
+//! in a span of its own, and [`continue_trace`] gives that span its place in a trace: under the
+//! caller's context, or at the root of a new trace. The context it returns is what the work passes
+//! on (stored with its outbox rows, sent on a retry or dead letter), and its ids are recorded on
+//! the span as `trace_id` and `span_id` for the logs (docs/operations/observability.md "Tracing").
 
 use opentelemetry::trace::{self as otel, TraceContextExt};
 use tracing_opentelemetry::OpenTelemetrySpanExt;

@@ -1,9 +1,9 @@
-//! Deliveries applied together (README "Batched consumer commits"): one commit for a batch, a
-//! savepoint per message so the bad ones settle on their own, duplicates written once, and no
-//! acknowledgement before the commit. Each test publishes its batch before the consumer starts
+//! Deliveries applied together (docs/messaging.md "Batched consumer commits"): one commit for a
+//! batch, a savepoint per message so the bad ones settle on their own, duplicates written once, and
+//! no acknowledgement before the commit. Each test publishes its batch before the consumer starts
 //! and lets a batch wait for as many deliveries as it published, so the batch is exactly those.
-//! Rows written in one transaction share its start time (`now()`, the history's `at`), which
-//! is how a test sees that they were committed together.
+//! Rows written in one transaction share its start time (`now()`, the history's `at`), which is how
+//! a test sees that they were committed together.
 
 use std::net::SocketAddr;
 use std::time::Duration;

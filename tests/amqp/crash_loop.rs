@@ -1,8 +1,8 @@
 //! The crash-loop guard: a message the broker delivered `AMQP_DELIVERY_LIMIT` times without it
-//! being settled is dead-lettered by the broker (`x-death` reason `delivery_limit`) and parked
-//! with the broker's reason, while other messages keep flowing; and an inbox declared by an
-//! earlier version without the limit is still consumed (README "Upgrading: the inbox delivery
-//! limit").
+//! being settled is dead-lettered by the broker (`x-death` reason `delivery_limit`) and parked with
+//! the broker's reason, while other messages keep flowing; and an inbox declared by an earlier
+//! version without the limit is still consumed (docs/operations/upgrading.md "Upgrading: the inbox
+//! delivery limit").
 
 use std::net::SocketAddr;
 use std::process::Command;

@@ -1,4 +1,4 @@
-//! `AMQP_URL` listing several nodes (README "Running at scale"): the service connects to a live
+//! `AMQP_URL` listing several nodes (docs/operations/scaling.md): the service connects to a live
 //! node however many of those it tries first are down, trying each at most once before it, and
 //! its log names the node each component connected to, never with a password.
 

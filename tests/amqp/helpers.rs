@@ -54,7 +54,7 @@ pub fn endpoints(amqp_url: &str) -> AmqpEndpoints {
     AmqpEndpoints::parse(amqp_url).expect("a valid AMQP_URL")
 }
 
-/// The default AMQP settings (README "Configuration") with names unique to one test.
+/// The default AMQP settings (docs/operations/configuration.md) with names unique to one test.
 pub fn test_config() -> AmqpConfig {
     amqp_config(&format!("test-{}", Uuid::new_v4().simple()))
 }

@@ -1,6 +1,6 @@
-//! What the outbox relay cannot publish, and a relay that cannot publish (README "Rows the relay
-//! sets aside"): a row it cannot decode, a routing key AMQP cannot carry or a replay the broker
-//! returns as unroutable is set aside with its reason and counted, and the rows after it are
+//! What the outbox relay cannot publish, and a relay that cannot publish (docs/messaging.md "Rows
+//! the relay sets aside"): a row it cannot decode, a routing key AMQP cannot carry or a replay the
+//! broker returns as unroutable is set aside with its reason and counted, and the rows after it are
 //! published; a relay that publishes nothing while events wait shows it in the lag gauges and in
 //! readiness, which names it.
 

@@ -1,6 +1,6 @@
 //! The service's binary exporting its spans over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set
 //! (and flushing the last ones at shutdown), sending nothing when it is not, and writing
-//! `trace_id`/`span_id` into its JSON logs (README "Tracing").
+//! `trace_id`/`span_id` into its JSON logs (docs/operations/observability.md "Tracing").
 
 use serde_json::{Value, json};
 

@@ -1,6 +1,7 @@
-//! W3C trace context end to end (README "Tracing"): an event carries the trace of the request or
-//! message that caused it, under a span of the service's own; retries and dead letters keep the
-//! trace; a missing or malformed `traceparent` starts a new trace and never fails anything.
+//! W3C trace context end to end (docs/operations/observability.md "Tracing"): an event carries the
+//! trace of the request or message that caused it, under a span of the service's own; retries and
+//! dead letters keep the trace; a missing or malformed `traceparent` starts a new trace and never
+//! fails anything.
 
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable};

@@ -1,4 +1,4 @@
-//! One request, one key (README "Idempotency-Key"): a request with two `Idempotency-Key` fields,
+//! One request, one key (docs/decisions.md): a request with two `Idempotency-Key` fields,
 //! or with a list of keys in one, is refused with 400 and changes nothing, since taking one of
 //! them silently would let a retry under the other apply the request twice. A comma inside a
 //! quoted structured-field string is part of one key.

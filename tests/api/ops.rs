@@ -51,7 +51,7 @@ async fn readiness_is_503_when_postgres_is_unreachable() {
 #[tokio::test]
 async fn a_database_that_refuses_writes_is_503_not_500() {
     // A demoted primary still reachable read-only answers writes with SQLSTATE 25006: an outage
-    // to wait out (README "Running at scale"), not a fault of the request.
+    // to wait out (docs/operations/scaling.md), not a fault of the request.
     let app = TestApp::spawn().await;
     let options = store::connect_options(&app.db.url, order_service::config::DEFAULT_LOCK_TIMEOUT)
         .unwrap()

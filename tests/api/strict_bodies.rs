@@ -1,4 +1,4 @@
-//! Request bodies are strict JSON objects (README "Where the contract was silent"): a JSON array
+//! Request bodies are strict JSON objects (docs/decisions.md): a JSON array
 //! is never read as a request, even one whose elements are the fields in order; a key given twice
 //! is refused rather than the last one winning; and no problem detail names a Rust type of the
 //! service, whatever shape of body it answers.

@@ -10,11 +10,11 @@
 //!
 //! Knobs: `CHAOS_SEED` (first seed; default: fixed seeds 1–8 plus four random ones, printed),
 //! `CHAOS_SCHEDULES` (steady schedules, default 12), `CHAOS_EXPIRY_SCHEDULES` (default 3: seed
-//! 101 and two random ones; with `CHAOS_SEED`, the seeds after the steady ones), `CHAOS_ORDERS` per schedule (default 6), `CHAOS_INSTANCES` (default
-//! 3), `CHAOS_PARALLEL` schedules at once (default 3), `CHAOS_FAULTS` (`kill,amqp,postgres` by
-//! default, `none` to disable), `CHAOS_SERVICE_BIN` (default: the binary cargo built with the
-//! test). A long run (README "Guarantees"): `CHAOS_SEED=5000 CHAOS_SCHEDULES=500
-//! CHAOS_EXPIRY_SCHEDULES=60 CHAOS_ORDERS=8 cargo test --test chaos -- --nocapture`.
+//! 101 and two random ones; with `CHAOS_SEED`, the seeds after the steady ones), `CHAOS_ORDERS` per
+//! schedule (default 6), `CHAOS_INSTANCES` (default 3), `CHAOS_PARALLEL` schedules at once (default
+//! 3), `CHAOS_FAULTS` (`kill,amqp,postgres` by default, `none` to disable), `CHAOS_SERVICE_BIN`
+//! (default: the binary cargo built with the test). A long run, and how to reproduce a failure:
+//! docs/development.md "The chaos checker".
 
 #[path = "../common/mod.rs"]
 mod common;

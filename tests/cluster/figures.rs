@@ -1,6 +1,6 @@
-//! The figures the cluster test prints (run it with `--nocapture`), quoted in README "Running
-//! at scale": what each kill did, what the load sent, what was stored and delivered, and how
-//! often each instance's components reconnected.
+//! The figures the cluster test prints (run it with `--nocapture`), quoted in
+//! docs/operations/scaling.md: what each kill did, what the load sent, what was stored and
+//! delivered, and how often each instance's components reconnected.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

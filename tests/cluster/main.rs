@@ -1,4 +1,4 @@
-//! Issue 15: a three-node RabbitMQ cluster survives under load (README "Running at scale").
+//! Issue 15: a three-node RabbitMQ cluster survives under load (docs/operations/scaling.md).
 //!
 //! The test starts a private three-node cluster of its own (`rabbit.rs`, each node in
 //! `node.rs`), two real service instances over one database with the three nodes as their

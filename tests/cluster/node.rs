@@ -56,7 +56,7 @@ impl Node {
         std::fs::write(self.dir.join("rabbitmq.conf"), conf).expect("rabbitmq.conf");
         // The delay queues dead-letter at least once: a retry whose trip back to the inbox was
         // not confirmed (the inbox's leader died meanwhile) is sent again after this timeout,
-        // 180 s by default; README "Running at scale" recommends a shorter one.
+        // 180 s by default; docs/operations/scaling.md recommends a shorter one.
         std::fs::write(
             self.dir.join("advanced.config"),
             "[{rabbit, [{dead_letter_worker_publisher_confirm_timeout, 5000}]}].\n",

@@ -243,7 +243,7 @@ pub fn delete_amqp_names(topology: Topology, queues: Vec<String>) {
     });
 }
 
-/// The default AMQP settings (README "Configuration") with every name under `prefix`, so that a test (or a chaos
+/// The default AMQP settings (docs/operations/configuration.md) with every name under `prefix`, so that a test (or a chaos
 /// run) owns its exchanges and queues.
 pub fn amqp_config(prefix: &str) -> AmqpConfig {
     AmqpConfig {
@@ -266,7 +266,7 @@ pub fn amqp_config(prefix: &str) -> AmqpConfig {
 
 /// The consumer's batch size for the suites: `AMQP_BATCH_SIZE` of the test's own environment
 /// if set (`AMQP_BATCH_SIZE=1 cargo test --test amqp` runs the suite one message at a time),
-/// else the service's default (README "Batched consumer commits").
+/// else the service's default (docs/messaging.md "Batched consumer commits").
 pub fn batch_size() -> u16 {
     std::env::var("AMQP_BATCH_SIZE")
         .ok()
@@ -311,8 +311,8 @@ pub async fn ready_count(channel: &lapin::Channel, queue: &str) -> u32 {
         .message_count()
 }
 
-/// The environment that gives a service process `config`'s exchange and queue names (README
-/// "Configuration"), for the suites that start the binary.
+/// The environment that gives a service process `config`'s exchange and queue names
+/// (docs/operations/configuration.md), for the suites that start the binary.
 pub fn topology_env(config: &AmqpConfig) -> [(&'static str, String); 5] {
     [
         ("AMQP_INBOUND_EXCHANGE", config.inbound_exchange.clone()),

@@ -25,8 +25,9 @@ pub const TARGET_LABELS: &[&str] = &["job", "instance"];
 /// Series Prometheus itself records for each scrape target.
 const PROMETHEUS_OWN: &[&str] = &["up"];
 
-/// Metrics the kit reads that another branch adds to the service (README "Operations kit"):
-/// (name, kind, labels). Each entry must go once its metric is in `src/`; a test says when.
+/// Metrics the kit reads that another branch adds to the service (docs/operations/observability.md
+/// "Operations kit"): (name, kind, labels). Each entry must go once its metric is in `src/`; a test
+/// says when.
 pub const AWAITED: &[(&str, Kind, &[&str])] = &[];
 
 pub type Exported = BTreeMap<String, Metric>;

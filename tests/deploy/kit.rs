@@ -1,5 +1,6 @@
-//! Reading the operations kit in `deploy/` (README "Operations kit"): the alert rules, the
-//! dashboard's queries, and the README's section anchors the runbook links point at.
+//! Reading the operations kit in `deploy/` (docs/operations/observability.md "Operations kit"): the
+//! alert rules, the dashboard's queries, and the section anchors of the document the runbook links
+//! point at.
 //!
 //! The rules file is read line by line rather than with a YAML parser (the service needs none):
 //! a rule's fields are the `key: value` lines under its `- alert:` line, and an `expr` is either

@@ -1,4 +1,4 @@
-//! The AsyncAPI 3.0 document of the messaging contract (README "The messaging contract:
+//! The AsyncAPI 3.0 document of the messaging contract (docs/messaging.md "The messaging contract:
 //! AsyncAPI"): the exchanges and queues of [`Topology`] and the operations the service performs
 //! on them ([`routes`]), and the messages with their schemas ([`messages`]). Generated from what
 //! the code uses, so it cannot drift: names and queue arguments from the topology of a

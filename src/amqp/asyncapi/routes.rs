@@ -154,7 +154,7 @@ impl<'a> Routes<'a> {
         let description = format!(
             "The durable quorum queue every dead letter goes through ({}): the service's parker \
              consumes it and parks each dead letter in Postgres, where operators find, group, \
-             replay and discard them (README \"Dead letters: find, group, replay, discard\").",
+             replay and discard them (docs/operations/dead-letters.md).",
             setting("dead_letter_queue")
         );
         let binding = bindings::queue(

@@ -1,6 +1,6 @@
-//! Which acknowledgements settle a set of deliveries on one channel (README "Batched consumer
-//! commits"). A `multiple` ack of tag `t` acknowledges every unacknowledged delivery of the
-//! channel up to `t`, so it is sent only up to a tag below which every delivery received is
+//! Which acknowledgements settle a set of deliveries on one channel (docs/messaging.md "Batched
+//! consumer commits"). A `multiple` ack of tag `t` acknowledges every unacknowledged delivery of
+//! the channel up to `t`, so it is sent only up to a tag below which every delivery received is
 //! settled; a delivery above a still unsettled one (a message waiting for Postgres, or in a batch
 //! still running) is acknowledged on its own. Every tag an ack names is one being settled now,
 //! never one acknowledged before (the broker closes the channel on an unknown tag).

@@ -1,7 +1,7 @@
 //! The inbound door: consumes the inbox, takes deliveries together — up to `AMQP_BATCH_SIZE`,
-//! waiting at most `AMQP_BATCH_WAIT_MS` after the first for more (README "Batched consumer
-//! commits") — and hands each batch to a [`Worker`], which applies it and settles each delivery
-//! strictly after the transaction committed. Several batches are in flight at once (up to
+//! waiting at most `AMQP_BATCH_WAIT_MS` after the first for more (docs/messaging.md "Batched
+//! consumer commits") — and hands each batch to a [`Worker`], which applies it and settles each
+//! delivery strictly after the transaction committed. Several batches are in flight at once (up to
 //! `AMQP_PREFETCH` deliveries). Reconnects with backoff; on shutdown stops consuming and lets
 //! in-flight messages finish.
 

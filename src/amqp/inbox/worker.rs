@@ -1,11 +1,11 @@
-//! The deliveries the consumer takes together (a batch, README "Batched consumer commits"; one
-//! delivery when `AMQP_BATCH_SIZE` is 1): each is parsed, its event made a [`Request`] — the same
-//! command the REST API runs — and all of them applied in one transaction ([`App::apply_batch`]);
-//! [`decide`] says what becomes of each, and the [`Settler`] settles them — acknowledged only
-//! after the commit, and after any replacement (a retry or a dead letter) is confirmed. Messages
-//! that must wait (Postgres unavailable, a lock held elsewhere) stay unacknowledged and are tried
-//! again, together, after a backoff, while the others are settled. Each delivery's command runs
-//! in the delivery's own span ([`Message`]).
+//! The deliveries the consumer takes together (a batch, docs/messaging.md "Batched consumer
+//! commits"; one delivery when `AMQP_BATCH_SIZE` is 1): each is parsed, its event made a
+//! [`Request`] — the same command the REST API runs — and all of them applied in one transaction
+//! ([`App::apply_batch`]); [`decide`] says what becomes of each, and the [`Settler`] settles them
+//! — acknowledged only after the commit, and after any replacement (a retry or a dead letter) is
+//! confirmed. Messages that must wait (Postgres unavailable, a lock held elsewhere) stay
+//! unacknowledged and are tried again, together, after a backoff, while the others are settled.
+//! Each delivery's command runs in the delivery's own span ([`Message`]).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,17 +2,17 @@
 //! each row published only after the broker confirmed it. At-least-once: a relay that dies
 //! between the confirm and the mark leaves rows another relay publishes again, under the same
 //! `message_id`. A row it cannot publish is set aside with its reason, and the rows after it go
-//! on (README "Rows the relay sets aside").
+//! on (docs/messaging.md "Rows the relay sets aside").
 //!
 //! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
 //! which keeps each order's events in version order. A raw row (a replayed dead letter) is
 //! published as it is to its own exchange (the inbound one), declared once per session. A relay
-//! wakes when its own process committed events (in memory), on the NOTIFY any instance sends
-//! after committing events (coalesced: README "Outbox and relay wake-up"), and polls slowly as a
-//! fallback; however many wake-ups arrived meanwhile, one claim serves them all. It prunes old
-//! published rows itself. Each row is published in a span under the trace
-//! context stored with it, and carries that span's context as its `traceparent`, so its consumers
-//! continue the trace of its cause (a replay's: the operator's request).
+//! wakes when its own process committed events (in memory), on the NOTIFY any instance sends after
+//! committing events (coalesced: docs/messaging.md "Outbox and relay wake-up"), and polls slowly as
+//! a fallback; however many wake-ups arrived meanwhile, one claim serves them all. It prunes old
+//! published rows itself. Each row is published in a span under the trace context stored with it,
+//! and carries that span's context as its `traceparent`, so its consumers continue the trace of its
+//! cause (a replay's: the operator's request).
 //!
 //! Here the session loop; a batch's life in `publish_batch`, the message a row becomes in
 //! `outbox_message`, and in `outbox_watch` what runs beside the sessions: the backlog gauges and

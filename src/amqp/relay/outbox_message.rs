@@ -1,8 +1,8 @@
 //! The AMQP message an outbox row becomes, under the span that publishes it: an order event as
-//! README "Published events" describes it, or a raw row (a replayed dead letter) with its own
-//! properties, each carrying its span's trace context. A row whose exchange, routing key or type
-//! AMQP cannot carry (a short string holds at most 255 bytes) becomes no message: the relay sets
-//! it aside (README "Rows the relay sets aside").
+//! docs/messaging.md "Published events" describes it, or a raw row (a replayed dead letter) with
+//! its own properties, each carrying its span's trace context. A row whose exchange, routing key or
+//! type AMQP cannot carry (a short string holds at most 255 bytes) becomes no message: the relay
+//! sets it aside (docs/messaging.md "Rows the relay sets aside").
 
 use std::borrow::Cow;
 

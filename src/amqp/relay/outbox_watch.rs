@@ -2,8 +2,8 @@
 //! publishes or not (the broker down, every batch failing), it refreshes the outbox gauges from
 //! the database — `outbox_backlog`, `outbox_oldest_unpublished_age_seconds` and
 //! `outbox_set_aside` — so the lag alert sees a stuck relay; and it says the relay is stalled (not
-//! ready) while events wait and no batch has succeeded for `OUTBOX_STALLED_AFTER_SECS` (README
-//! "Rows the relay sets aside").
+//! ready) while events wait and no batch has succeeded for `OUTBOX_STALLED_AFTER_SECS`
+//! (docs/messaging.md "Rows the relay sets aside").
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

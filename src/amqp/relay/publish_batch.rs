@@ -1,9 +1,9 @@
 //! One batch of the relay: claim the oldest rows, publish each, await the broker's confirms, then
 //! in the batch's transaction mark the confirmed rows published and set aside, with the reason,
-//! each row that cannot be published (README "Rows the relay sets aside"): one it cannot read, one
-//! AMQP cannot address, a replay the broker returned as unroutable. Rows after a set-aside row go
-//! on; rows after a failure (a nack, a timeout, a lost channel) stay for the next batch, so
-//! nothing is marked out of order.
+//! each row that cannot be published (docs/messaging.md "Rows the relay sets aside"): one it cannot
+//! read, one AMQP cannot address, a replay the broker returned as unroutable. Rows after a
+//! set-aside row go on; rows after a failure (a nack, a timeout, a lost channel) stay for the next
+//! batch, so nothing is marked out of order.
 //!
 //! Order events are published back to back and their confirms awaited after. A raw row (a
 //! replayed dead letter) is published `mandatory` and alone: lapin hands a returned message to
@@ -203,7 +203,7 @@ fn report(set_aside: &[SetAside]) {
         tracing::error!(
             outbox_id = row.id,
             reason = %escaped(&row.reason),
-            "outbox row set aside: it cannot be published (README \"Rows the relay sets aside\")"
+            "outbox row set aside: it cannot be published (docs/messaging.md \"Rows the relay sets aside\")"
         );
     }
     metrics::counter!("outbox_events_set_aside_total").increment(set_aside.len() as u64);

@@ -42,8 +42,8 @@ impl From<DeadLetterStatusView> for DeadLetterStatus {
     }
 }
 
-/// Why it died, in a word: the first word of its reason (README "Dead letters: find, group,
-/// replay, discard" lists them).
+/// Why it died, in a word: the first word of its reason (docs/operations/dead-letters.md lists
+/// them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 #[schema(as = ReasonClass)]

@@ -11,7 +11,7 @@ use sqlx::postgres::PgConnectOptions;
 
 use super::{Database, SessionAttrs};
 
-/// Bounds a connect attempt to one host when the URL does not (README "Configuration").
+/// Bounds a connect attempt to one host when the URL does not (docs/operations/configuration.md).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What is wrong with a `DATABASE_URL`; no variant holds the password.

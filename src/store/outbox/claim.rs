@@ -1,7 +1,8 @@
 //! The relay's claim-and-mark transaction: the oldest unpublished rows, each read on its own (a
 //! row whose stored JSON does not decode is named by its id, and fails no other row), then the
 //! confirmed rows marked published and those the relay cannot publish moved to
-//! `outbox_set_aside` with their reason (README "Rows the relay sets aside"), in one commit.
+//! `outbox_set_aside` with their reason (docs/messaging.md "Rows the relay sets aside"), in one
+//! commit.
 
 use std::collections::HashMap;
 
@@ -75,8 +76,8 @@ pub enum Unreadable {
     Shape,
 }
 
-/// A row the relay cannot publish, and why: `<class>: <detail>` (README "Rows the relay sets
-/// aside"), cut to 1 KiB when stored.
+/// A row the relay cannot publish, and why: `<class>: <detail>` (docs/messaging.md "Rows the relay
+/// sets aside"), cut to 1 KiB when stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetAside {
     pub id: i64,

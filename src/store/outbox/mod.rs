@@ -31,9 +31,9 @@ pub struct NewEvent {
 pub const NOTIFY_CHANNEL: &str = "order_service_outbox";
 
 /// Wakes the relays listening on [`NOTIFY_CHANNEL`] (those of every instance). A statement of its
-/// own, never part of a writing transaction: a NOTIFY inside one would hold Postgres'
-/// cluster-wide notification lock through the commit's WAL flush, so such commits would run one at
-/// a time (no group commit). The application sends it from a background task, coalesced (README
+/// own, never part of a writing transaction: a NOTIFY inside one would hold Postgres' cluster-wide
+/// notification lock through the commit's WAL flush, so such commits would run one at a time (no
+/// group commit). The application sends it from a background task, coalesced (docs/messaging.md
 /// "Outbox and relay wake-up").
 pub async fn announce(conn: &mut PgConnection) -> Result<(), StoreError> {
     sqlx::query("SELECT pg_notify($1, '')")

@@ -1,8 +1,8 @@
 //! W3C Trace Context (<https://www.w3.org/TR/trace-context/>): parsing and formatting the
 //! `traceparent` and `tracestate` headers, and the one rule for a unit of the service's work (a
 //! request, a delivery, a publish): continue the caller's trace, or start one when the caller
-//! sent none or a malformed one. A malformed header never fails anything; it is ignored. See the
-//! README's "Tracing" section.
+//! sent none or a malformed one. A malformed header never fails anything; it is ignored. See
+//! docs/operations/observability.md "Tracing".
 
 mod tracestate;
 
