@@ -278,6 +278,74 @@ fn every_document_and_section_the_code_cites_exists() {
     );
 }
 
+/// The folders a file the docs name may be under: the repository's, and the service's modules
+/// (`amqp/inbox/`, named from `src/`).
+const NAMED_FROM: &[&str] = &["", "src"];
+
+/// Code spans that look like paths under a folder of ours but are not: OTLP protocol names.
+const NOT_PATHS: &[&str] = &["http/protobuf", "http/json"];
+
+/// A code span that names a file or folder of the repository: a path with a `/`, nothing that
+/// is a pattern, a command or a URL, and a first part that is a folder here (as written or under
+/// `src/`). Its `:line` or `#anchor` suffix is dropped.
+fn named_path(span: &str) -> Option<&str> {
+    let path = span.split([':', '#']).next()?;
+    let plain = path
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
+    if !plain
+        || !path.contains('/')
+        || path.starts_with('/')
+        || path.contains("//")
+        || NOT_PATHS.contains(&path)
+    {
+        return None;
+    }
+    let first = path.split('/').next()?;
+    let root = repository();
+    NAMED_FROM
+        .iter()
+        .any(|base| !first.is_empty() && root.join(base).join(first).is_dir())
+        .then_some(path)
+}
+
+#[test]
+fn every_file_and_folder_the_docs_name_exists() {
+    let root = repository();
+    let mut library = Library::default();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in documents() {
+        let spans: Vec<(usize, String)> = library
+            .get(&file)
+            .code_spans
+            .iter()
+            .map(|span| (span.line, span.target.clone()))
+            .collect();
+        for (line, span) in spans {
+            let Some(path) = named_path(&span) else {
+                continue;
+            };
+            checked += 1;
+            let found = NAMED_FROM
+                .iter()
+                .any(|base| root.join(base).join(path).exists());
+            if !found {
+                problems.push(format!("{}:{line}: `{span}` names nothing", shown(&file)));
+            }
+        }
+    }
+    assert!(
+        checked > 50,
+        "only {checked} paths found: is the reader broken?"
+    );
+    assert!(
+        problems.is_empty(),
+        "paths the docs name that do not exist:\n{}",
+        problems.join("\n")
+    );
+}
+
 #[test]
 fn the_readme_is_a_landing_page_of_at_most_200_lines() {
     let lines = read(&repository().join("README.md")).lines().count();

@@ -15,6 +15,8 @@ pub struct Link {
 pub struct Document {
     pub anchors: BTreeSet<String>,
     pub links: Vec<Link>,
+    /// Inline code spans outside fenced blocks, with their line: where the docs name files.
+    pub code_spans: Vec<Link>,
 }
 
 impl Document {
@@ -50,6 +52,12 @@ impl Document {
                 document.links.push(Link {
                     line: index + 1,
                     target,
+                });
+            }
+            for span in code_spans(line) {
+                document.code_spans.push(Link {
+                    line: index + 1,
+                    target: span,
                 });
             }
         }
@@ -115,6 +123,16 @@ fn html_anchors(line: &str) -> Vec<String> {
 
 /// The targets of the inline links on a line, outside code spans: what follows `](` up to the
 /// closing parenthesis, without a title.
+/// The text of each single-backtick code span of `line`.
+fn code_spans(line: &str) -> Vec<String> {
+    line.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|span| !span.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 fn link_targets(line: &str) -> Vec<String> {
     let bytes = line.as_bytes();
     let mut targets = Vec::new();
