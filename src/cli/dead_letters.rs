@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::output::{acted, details, list_table, replay_note, to_json};
 use crate::amqp::inbound::INBOUND_TYPES;
 use crate::app::App;
-use crate::app::dead_letters::views::{BulkReplayView, DeadLetterList, DeadLetterView};
+use crate::app::dead_letters::dead_letter_views::{BulkReplayView, DeadLetterList, DeadLetterView};
 use crate::app::dead_letters::{DeadLetterFilter, DeadLetterPageRequest};
 use crate::config::Config;
 use crate::domain::{

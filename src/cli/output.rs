@@ -6,7 +6,7 @@ use anyhow::Context;
 use super::table::{Table, cut, printable};
 use crate::app::Outcome;
 use crate::app::dead_letters::DeadLetterDetails;
-use crate::app::dead_letters::views::{DeadLetterList, DeadLetterView};
+use crate::app::dead_letters::dead_letter_views::{DeadLetterList, DeadLetterView};
 
 /// One action's answer: the dead letter (JSON), or a line saying what was done.
 pub(super) fn acted(

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::problem::Problem;
 use crate::app::dead_letters::DeadLetterFilter;
-use crate::app::dead_letters::views::DeadLetterStatusView;
+use crate::app::dead_letters::dead_letter_views::DeadLetterStatusView;
 use crate::app::field_schemas;
 use crate::domain::{DeadLetterId, MAX_BULK_REPLAY, ValidationError, reason_filter, type_filter};
 

@@ -18,7 +18,7 @@ use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
 use crate::app::dead_letters::DeadLetterPageRequest;
-use crate::app::dead_letters::views::{
+use crate::app::dead_letters::dead_letter_views::{
     BulkReplayView, DeadLetterList, DeadLetterSummaryView, DeadLetterView,
 };
 use crate::domain::{DeadLetterAction, DeadLetterId};

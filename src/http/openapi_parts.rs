@@ -9,7 +9,7 @@
 use utoipa::{IntoParams, IntoResponses};
 
 use super::problem::Problem;
-use crate::app::dead_letters::views::DeadLetterView;
+use crate::app::dead_letters::dead_letter_views::DeadLetterView;
 use crate::app::views::OrderView;
 
 /// The order in the path.

@@ -7,7 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::app::AppError;
-use crate::app::dead_letters::views::DeadLetterStatusView;
+use crate::app::dead_letters::dead_letter_views::DeadLetterStatusView;
 use crate::app::views::OrderStatusView;
 use crate::domain::{DeadLetterStatus, DomainError, OrderStatus, ValidationError, Version};
 use crate::telemetry::{error_chain, escaped};

@@ -3,7 +3,7 @@
 //! replay and discard commands.
 
 mod actions;
-pub mod views;
+pub mod dead_letter_views;
 
 use sqlx::PgConnection;
 use strum::VariantArray;
