@@ -25,11 +25,6 @@ pub const TARGET_LABELS: &[&str] = &["job", "instance"];
 /// Series Prometheus itself records for each scrape target.
 const PROMETHEUS_OWN: &[&str] = &["up"];
 
-/// Metrics the kit reads that another branch adds to the service (docs/operations/observability.md
-/// "Operations kit"): (name, kind, labels). Each entry must go once its metric is in `src/`; a test
-/// says when.
-pub const AWAITED: &[(&str, Kind, &[&str])] = &[];
-
 pub type Exported = BTreeMap<String, Metric>;
 
 /// Every metric registered under `src/`.
@@ -54,15 +49,9 @@ pub fn in_source(root: &Path) -> Exported {
     exported
 }
 
-/// What the kit may read: the service's metrics, the awaited ones, and Prometheus' own.
+/// What the kit may read: the service's metrics and Prometheus' own.
 pub fn readable(root: &Path) -> Exported {
     let mut metrics = in_source(root);
-    for (name, kind, labels) in AWAITED {
-        metrics.entry((*name).to_owned()).or_insert_with(|| Metric {
-            kind: *kind,
-            labels: labels.iter().map(|l| (*l).to_owned()).collect(),
-        });
-    }
     for name in PROMETHEUS_OWN {
         metrics.insert(
             (*name).to_owned(),

@@ -1,6 +1,5 @@
 //! Reading the operations kit in `deploy/` (docs/operations/observability.md "Operations kit"): the
-//! alert rules, the dashboard's queries, and the section anchors of the document the runbook links
-//! point at.
+//! alert rules and the dashboard's queries.
 //!
 //! The rules file is read line by line rather than with a YAML parser (the service needs none):
 //! a rule's fields are the `key: value` lines under its `- alert:` line, and an `expr` is either
@@ -147,27 +146,6 @@ pub fn template_labels(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The anchors of a Markdown file's headings, as GitHub makes them: lower case, spaces to
-/// hyphens, other punctuation dropped.
-pub fn anchors(markdown: &str) -> Vec<String> {
-    markdown
-        .lines()
-        .filter(|line| line.starts_with('#'))
-        .map(|line| {
-            line.trim_start_matches('#')
-                .trim()
-                .to_lowercase()
-                .chars()
-                .filter_map(|c| match c {
-                    ' ' => Some('-'),
-                    c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
-                    _ => None,
-                })
-                .collect()
-        })
-        .collect()
-}
-
 pub fn dashboard(path: &Path) -> Value {
     serde_json::from_str(&read(path.to_str().expect("a UTF-8 path")))
         .expect("the dashboard is JSON")
@@ -189,14 +167,6 @@ mod tests {
         assert_eq!(rules[0].field("summary"), Some("{{ $labels.x }} high"));
         assert_eq!(rules[1].name, "Second");
         assert_eq!(rules[1].field("expr"), Some("up == 0"));
-    }
-
-    #[test]
-    fn headings_become_github_anchors() {
-        assert_eq!(
-            anchors("# Title\n## Operations kit\n#### OrderServiceDown\ntext # not one"),
-            ["title", "operations-kit", "orderservicedown"]
-        );
     }
 
     #[test]
