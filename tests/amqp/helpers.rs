@@ -30,9 +30,9 @@ use order_service::domain::ReplayRoutes;
 use order_service::health::{Readiness, Signal};
 use order_service::store;
 
-use crate::common::proxy::Proxy;
-use crate::common::{
-    AMQP_URL, TestDb, amqp_config, batch_env, delete_amqp_names, eventually, topology_env,
+use order_service_testkit::proxy::Proxy;
+use order_service_testkit::{
+    AMQP_URL, TestDb, amqp_config, delete_amqp_names, eventually, service,
 };
 
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -375,24 +375,22 @@ impl Harness {
             None => Stdio::null(),
         };
         let config = &self.config;
-        let child = Command::new(env!("CARGO_BIN_EXE_order-service"))
-            .arg("serve")
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("DATABASE_URL", &self.db.url)
-            .env("AMQP_URL", AMQP_URL)
-            .env("HTTP_ADDR", format!("127.0.0.1:{http_port}"))
-            .env("RUST_LOG", "error")
-            .env("DB_MAX_CONNECTIONS", "4")
-            .env("OUTBOX_POLL_MS", "200")
-            .envs(topology_env(config))
-            .envs(batch_env(config))
-            .env("AMQP_DELIVERY_LIMIT", config.delivery_limit.to_string())
-            .envs(env.iter().copied())
-            .stdout(output())
-            .stderr(output())
-            .spawn()
-            .expect("start order-service");
+        let child = service::command(
+            env!("CARGO_BIN_EXE_order-service"),
+            &self.db.url,
+            AMQP_URL,
+            http_port,
+            config,
+        )
+        .env("RUST_LOG", "error")
+        .env("DB_MAX_CONNECTIONS", "4")
+        .env("OUTBOX_POLL_MS", "200")
+        .env("AMQP_DELIVERY_LIMIT", config.delivery_limit.to_string())
+        .envs(env.iter().copied())
+        .stdout(output())
+        .stderr(output())
+        .spawn()
+        .expect("start order-service");
         ServiceProcess {
             child: Some(child),
             http_port,
@@ -523,7 +521,7 @@ impl Harness {
 
     /// Messages in a queue that are ready for delivery (not those held unacknowledged).
     pub async fn ready_count(&self, queue: &str) -> u32 {
-        crate::common::ready_count(&self.channel, queue).await
+        order_service_testkit::ready_count(&self.channel, queue).await
     }
 
     /// Deliveries of `queue` held by consumers and not yet acknowledged, as the broker counts
@@ -735,7 +733,7 @@ impl ServiceProcess {
     pub async fn wait_ready(&self) {
         eventually("the service to be ready", WAIT, || async {
             matches!(
-                crate::common::http::get(self.http_port, "/health/ready").await,
+                order_service_testkit::http::get(self.http_port, "/health/ready").await,
                 Ok((200, _))
             )
             .then_some(())

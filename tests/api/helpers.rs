@@ -29,9 +29,9 @@ use order_service::domain::ReplayRoutes;
 use order_service::http::{self, ApiState, ConnectionLimits, HttpSettings};
 use order_service::{store, telemetry};
 
-pub use crate::common::ADMIN_URL;
-use crate::common::proxy::Proxy;
-use crate::common::{TestDb, eventually};
+pub use order_service_testkit::ADMIN_URL;
+use order_service_testkit::proxy::Proxy;
+use order_service_testkit::{TestDb, eventually};
 
 pub struct TestApp {
     pub router: Router,

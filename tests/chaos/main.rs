@@ -16,9 +16,6 @@
 //! test). A long run (README "Guarantees"): `CHAOS_SEED=5000 CHAOS_SCHEDULES=500
 //! CHAOS_EXPIRY_SCHEDULES=60 CHAOS_ORDERS=8 cargo test --test chaos -- --nocapture`.
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod check;
 mod cluster;
 mod driver;

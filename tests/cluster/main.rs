@@ -15,9 +15,6 @@
 //! `/usr/lib/rabbitmq`, as on the project's machines; the shared broker is not touched.
 //! `cargo test --test cluster -- --nocapture`.
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod figures;
 mod node;
 mod rabbit;
@@ -33,10 +30,10 @@ use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
-use common::load::{self, Load, settled as check};
-use common::service::Instance;
-use common::{TestDb, amqp_config, eventually};
 use figures::{Kill, Timing};
+use order_service_testkit::load::{self, Load, settled as check};
+use order_service_testkit::service::Instance;
+use order_service_testkit::{TestDb, amqp_config, eventually};
 use rabbit::{NODE_START, RabbitCluster};
 
 const INSTANCES: usize = 2;
@@ -117,7 +114,16 @@ async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_
 
     let list = cluster.amqp_list();
     let mut instances: Vec<Instance> = (0..INSTANCES)
-        .map(|slot| Instance::start(slot, &db.url, &list, &config, cluster.dir()))
+        .map(|slot| {
+            Instance::start(
+                env!("CARGO_BIN_EXE_order-service"),
+                slot,
+                &db.url,
+                &list,
+                &config,
+                cluster.dir(),
+            )
+        })
         .collect();
     for instance in &instances {
         eventually("an instance to be ready", NODE_START, || {

@@ -21,9 +21,10 @@ use uuid::Uuid;
 
 use order_service::amqp::{Topology, connect};
 
-use crate::common::load::{self, Load, settled};
-use crate::common::service::Instance;
-use crate::common::{AMQP_URL, amqp_config, delete_amqp_names, eventually, http};
+use order_service_testkit::load::{self, Load, settled};
+use order_service_testkit::service::Instance;
+use order_service_testkit::{AMQP_URL, amqp_config, delete_amqp_names, eventually, http};
+
 use crate::formation::Formation;
 
 const REST_CLIENTS: usize = 2;
@@ -81,7 +82,14 @@ async fn the_service_follows_the_primary_of_a_formation_through_a_kill_a_switcho
         .await
         .expect("bind the subscriber's queue");
 
-    let mut service = Instance::start(0, &url, AMQP_URL, &config, formation.dir());
+    let mut service = Instance::start(
+        env!("CARGO_BIN_EXE_order-service"),
+        0,
+        &url,
+        AMQP_URL,
+        &config,
+        formation.dir(),
+    );
     eventually("the service to be ready", GIVE_UP, || {
         service.is_ready_now()
     })

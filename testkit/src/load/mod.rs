@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use self::publisher::Publisher;
-use super::http;
+use crate::http;
 
 pub mod publisher;
 pub mod settled;
