@@ -3,6 +3,9 @@
 //! consumer's batching) to a service process, a queue's depth, and the deletion of a test's
 //! names when it ends.
 
+use lapin::options::{QueueBindOptions, QueueDeclareOptions};
+use lapin::types::FieldTable;
+
 use order_service::amqp::{Topology, connect};
 use order_service::config::AmqpConfig;
 
@@ -27,6 +30,29 @@ pub fn delete_amqp_names(topology: Topology, queues: Vec<String>) {
             let _ = connection.close(200, "bye".into()).await;
         }
     });
+}
+
+/// Declares `queue` (a classic queue, default options) and binds it to every message of
+/// `exchange` (`#`): a subscriber's queue, such as one that captures the outbound events.
+pub async fn declare_subscriber(channel: &lapin::Channel, queue: &str, exchange: &str) {
+    channel
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("declare the subscriber's queue");
+    channel
+        .queue_bind(
+            queue.into(),
+            exchange.into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("bind the subscriber's queue");
 }
 
 /// The default AMQP settings (README "Configuration") with every name under `prefix`, so that a test (or a chaos

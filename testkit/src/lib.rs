@@ -26,8 +26,8 @@ mod test_db;
 mod wait;
 
 pub use broker::{
-    AMQP_URL, amqp_config, batch_env, batch_size, batch_wait_ms, delete_amqp_names, ready_count,
-    topology_env,
+    AMQP_URL, amqp_config, batch_env, batch_size, batch_wait_ms, declare_subscriber,
+    delete_amqp_names, ready_count, topology_env,
 };
 pub use ports::free_port;
 pub use test_db::{ADMIN_URL, TestDb};

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use lapin::Channel;
-use lapin::options::{
-    BasicConsumeOptions, ConfirmSelectOptions, QueueBindOptions, QueueDeclareOptions,
-};
+use lapin::options::{BasicConsumeOptions, ConfirmSelectOptions};
 use lapin::types::FieldTable;
 use order_service::amqp::{Topology, connect};
 use order_service::config::AmqpConfig;
@@ -20,7 +18,9 @@ use tokio::process::{Child, Command};
 
 use order_service_testkit::private_postgres::PrivatePostgres;
 use order_service_testkit::proxy::Proxy;
-use order_service_testkit::{AMQP_URL, amqp_config, eventually, free_port, http, service};
+use order_service_testkit::{
+    AMQP_URL, amqp_config, declare_subscriber, eventually, free_port, http, service,
+};
 
 /// A message the relay published, as the subscriber received it.
 #[derive(Debug, Clone)]
@@ -223,24 +223,7 @@ async fn subscribe(
 ) {
     let channel = connection.create_channel().await.expect("channel");
     let queue = format!("{}.capture", topology.inbox);
-    channel
-        .queue_declare(
-            queue.as_str().into(),
-            QueueDeclareOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("capture queue");
-    channel
-        .queue_bind(
-            queue.as_str().into(),
-            topology.outbound_exchange.as_str().into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("bind capture queue");
+    declare_subscriber(&channel, &queue, &topology.outbound_exchange).await;
     let mut consumer = channel
         .basic_consume(
             queue.as_str().into(),

@@ -13,8 +13,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lapin::options::{QueueBindOptions, QueueDeclareOptions};
-use lapin::types::FieldTable;
 use sqlx::PgPool;
 use tokio::task::JoinSet;
 use uuid::Uuid;
@@ -23,7 +21,9 @@ use order_service::amqp::{Topology, connect};
 
 use order_service_testkit::load::{self, Load, settled};
 use order_service_testkit::service::Instance;
-use order_service_testkit::{AMQP_URL, amqp_config, delete_amqp_names, eventually, http};
+use order_service_testkit::{
+    AMQP_URL, amqp_config, declare_subscriber, delete_amqp_names, eventually, http,
+};
 
 use crate::formation::Formation;
 
@@ -63,24 +63,7 @@ async fn the_service_follows_the_primary_of_a_formation_through_a_kill_a_switcho
         .expect("the broker");
     let channel = broker.create_channel().await.expect("a channel");
     topology.declare(&channel).await.expect("the topology");
-    channel
-        .queue_declare(
-            capture.as_str().into(),
-            QueueDeclareOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("the subscriber's queue");
-    channel
-        .queue_bind(
-            capture.as_str().into(),
-            topology.outbound_exchange.as_str().into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("bind the subscriber's queue");
+    declare_subscriber(&channel, &capture, &topology.outbound_exchange).await;
 
     let mut service = Instance::start(
         env!("CARGO_BIN_EXE_order-service"),

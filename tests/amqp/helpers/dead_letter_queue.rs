@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use lapin::options::{BasicAckOptions, BasicGetOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use serde_json::Value;
 use uuid::Uuid;
@@ -15,24 +14,7 @@ use super::{Harness, WAIT};
 impl Harness {
     /// Takes every message out of the dead-letter queue, acknowledged, as it was delivered.
     pub async fn take_dead_letter_deliveries(&self) -> Vec<lapin::message::Delivery> {
-        let mut deliveries = vec![];
-        while let Some(message) = self
-            .channel
-            .basic_get(
-                self.topology.dead_letter_queue.as_str().into(),
-                BasicGetOptions::default(),
-            )
-            .await
-            .expect("basic_get")
-        {
-            message
-                .delivery
-                .ack(BasicAckOptions::default())
-                .await
-                .expect("ack");
-            deliveries.push(message.delivery);
-        }
-        deliveries
+        self.take_deliveries(&self.topology.dead_letter_queue).await
     }
 
     /// Takes every message out of the dead-letter queue: each one the service dead-lettered,

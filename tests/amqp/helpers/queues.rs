@@ -3,9 +3,12 @@
 
 use std::time::Duration;
 
-use lapin::options::{BasicAckOptions, BasicGetOptions, QueueDeclareOptions};
+use lapin::message::Delivery;
+use lapin::options::{BasicAckOptions, BasicGetOptions};
 use lapin::types::FieldTable;
 use serde_json::Value;
+
+use order_service_testkit::declare_subscriber;
 
 use super::{Harness, WAIT};
 
@@ -13,31 +16,14 @@ impl Harness {
     /// A queue of this test's, bound to every outbound event; deleted with the topology.
     pub async fn subscribe(&mut self) -> String {
         let queue = format!("{}.subscriber", self.topology.inbox);
-        self.channel
-            .queue_declare(
-                queue.as_str().into(),
-                QueueDeclareOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .expect("declare subscriber queue");
-        self.channel
-            .queue_bind(
-                queue.as_str().into(),
-                self.topology.outbound_exchange.as_str().into(),
-                "#".into(),
-                Default::default(),
-                FieldTable::default(),
-            )
-            .await
-            .expect("bind subscriber queue");
+        declare_subscriber(&self.channel, &queue, &self.topology.outbound_exchange).await;
         self.delete_at_end(queue.clone());
         queue
     }
 
-    /// Takes every message now in `queue`.
-    pub async fn drain(&self, queue: &str) -> Vec<Published> {
-        let mut messages = vec![];
+    /// Takes every message now in `queue`, acknowledged, as it was delivered.
+    pub async fn take_deliveries(&self, queue: &str) -> Vec<Delivery> {
+        let mut deliveries = vec![];
         while let Some(message) = self
             .channel
             .basic_get(queue.into(), BasicGetOptions::default())
@@ -49,17 +35,28 @@ impl Harness {
                 .ack(BasicAckOptions::default())
                 .await
                 .expect("ack");
-            let properties = &message.delivery.properties;
-            messages.push(Published {
-                routing_key: message.delivery.routing_key.to_string(),
-                message_id: properties.message_id().as_ref().map(|m| m.to_string()),
-                content_type: properties.content_type().as_ref().map(|c| c.to_string()),
-                delivery_mode: *properties.delivery_mode(),
-                headers: properties.headers().clone().unwrap_or_default(),
-                body: serde_json::from_slice(&message.delivery.data).expect("JSON body"),
-            });
+            deliveries.push(message.delivery);
         }
-        messages
+        deliveries
+    }
+
+    /// Takes every message now in `queue`.
+    pub async fn drain(&self, queue: &str) -> Vec<Published> {
+        let deliveries = self.take_deliveries(queue).await;
+        deliveries
+            .iter()
+            .map(|delivery| {
+                let properties = &delivery.properties;
+                Published {
+                    routing_key: delivery.routing_key.to_string(),
+                    message_id: properties.message_id().as_ref().map(|m| m.to_string()),
+                    content_type: properties.content_type().as_ref().map(|c| c.to_string()),
+                    delivery_mode: *properties.delivery_mode(),
+                    headers: properties.headers().clone().unwrap_or_default(),
+                    body: serde_json::from_slice(&delivery.data).expect("JSON body"),
+                }
+            })
+            .collect()
     }
 
     /// Collects messages from `queue` until `n` arrived.
