@@ -1,7 +1,6 @@
-//! The shared RabbitMQ as the tests and the suites' service processes use it: exchange and
-//! queue names of a test's own ([`amqp_config`]), the environment that hands them (and the
-//! consumer's batching) to a service process, a queue's depth, and the deletion of a test's
-//! names when it ends.
+//! The shared RabbitMQ as the tests use it: exchange and queue names of a test's own
+//! ([`amqp_config`], with the consumer's batching the suites run with), a subscriber's queue, a
+//! queue's depth, and the deletion of a test's names when it ends.
 
 use lapin::options::{QueueBindOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
@@ -79,7 +78,7 @@ pub fn amqp_config(prefix: &str) -> AmqpConfig {
 /// The consumer's batch size for the suites: `AMQP_BATCH_SIZE` of the test's own environment
 /// if set (`AMQP_BATCH_SIZE=1 cargo test --test amqp` runs the suite one message at a time),
 /// else the service's default (README "Batched consumer commits").
-pub fn batch_size() -> u16 {
+fn batch_size() -> u16 {
     std::env::var("AMQP_BATCH_SIZE")
         .ok()
         .and_then(|size| size.parse().ok())
@@ -90,23 +89,11 @@ pub fn batch_size() -> u16 {
 /// How long the suites' batches wait for more deliveries: `AMQP_BATCH_WAIT_MS` of the test's own
 /// environment if set (a longer wait fills batches where deliveries trickle in, as in the chaos
 /// checker), else the service's default.
-pub fn batch_wait_ms() -> u64 {
+fn batch_wait_ms() -> u64 {
     std::env::var("AMQP_BATCH_WAIT_MS")
         .ok()
         .and_then(|wait| wait.parse().ok())
         .unwrap_or(order_service::config::DEFAULT_AMQP_BATCH_WAIT_MS)
-}
-
-/// The environment that gives a service process `config`'s consumer batching.
-pub fn batch_env(config: &AmqpConfig) -> [(&'static str, String); 3] {
-    [
-        ("AMQP_BATCH_SIZE", config.batch_size.to_string()),
-        ("AMQP_BATCH_WAIT_MS", config.batch_wait_ms.to_string()),
-        (
-            "AMQP_BATCH_LOCK_WAIT_MS",
-            config.batch_lock_wait_ms.to_string(),
-        ),
-    ]
 }
 
 /// Messages in `queue` that are ready for delivery (not those held unacknowledged), as a
@@ -121,19 +108,4 @@ pub async fn ready_count(channel: &lapin::Channel, queue: &str) -> u32 {
         .await
         .expect("passive declare")
         .message_count()
-}
-
-/// The environment that gives a service process `config`'s exchange and queue names (README
-/// "Configuration"), for the suites that start the binary.
-pub fn topology_env(config: &AmqpConfig) -> [(&'static str, String); 5] {
-    [
-        ("AMQP_INBOUND_EXCHANGE", config.inbound_exchange.clone()),
-        ("AMQP_INBOX_QUEUE", config.inbox_queue.clone()),
-        (
-            "AMQP_DEAD_LETTER_EXCHANGE",
-            config.dead_letter_exchange.clone(),
-        ),
-        ("AMQP_DEAD_LETTER_QUEUE", config.dead_letter_queue.clone()),
-        ("AMQP_OUTBOUND_EXCHANGE", config.outbound_exchange.clone()),
-    ]
 }

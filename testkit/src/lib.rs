@@ -25,10 +25,8 @@ pub mod service;
 mod test_db;
 mod wait;
 
-pub use broker::{
-    AMQP_URL, amqp_config, batch_env, batch_size, batch_wait_ms, declare_subscriber,
-    delete_amqp_names, ready_count, topology_env,
-};
+pub use broker::{AMQP_URL, amqp_config, declare_subscriber, delete_amqp_names, ready_count};
 pub use ports::free_port;
 pub use test_db::{ADMIN_URL, TestDb};
-pub use wait::{block_on_detached, eventually};
+use wait::block_on_detached;
+pub use wait::eventually;

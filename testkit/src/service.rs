@@ -12,7 +12,7 @@ use tokio::process::{Child, Command};
 
 use order_service::config::AmqpConfig;
 
-use crate::{batch_env, free_port, http, topology_env};
+use crate::{free_port, http};
 
 /// `bin serve` with nothing of the caller's environment but `PATH`: the database and broker URLs,
 /// HTTP on `http_port` of the loopback, and `config`'s topology names and consumer batching. The
@@ -133,4 +133,31 @@ impl Instance {
             })
             .collect()
     }
+}
+
+/// The environment that gives a service process `config`'s exchange and queue names (README
+/// "Configuration"), for the suites that start the binary.
+fn topology_env(config: &AmqpConfig) -> [(&'static str, String); 5] {
+    [
+        ("AMQP_INBOUND_EXCHANGE", config.inbound_exchange.clone()),
+        ("AMQP_INBOX_QUEUE", config.inbox_queue.clone()),
+        (
+            "AMQP_DEAD_LETTER_EXCHANGE",
+            config.dead_letter_exchange.clone(),
+        ),
+        ("AMQP_DEAD_LETTER_QUEUE", config.dead_letter_queue.clone()),
+        ("AMQP_OUTBOUND_EXCHANGE", config.outbound_exchange.clone()),
+    ]
+}
+
+/// The environment that gives a service process `config`'s consumer batching.
+fn batch_env(config: &AmqpConfig) -> [(&'static str, String); 3] {
+    [
+        ("AMQP_BATCH_SIZE", config.batch_size.to_string()),
+        ("AMQP_BATCH_WAIT_MS", config.batch_wait_ms.to_string()),
+        (
+            "AMQP_BATCH_LOCK_WAIT_MS",
+            config.batch_lock_wait_ms.to_string(),
+        ),
+    ]
 }

@@ -25,7 +25,7 @@ where
 
 /// Runs `work` to completion on a runtime of its own, in a thread of its own: for cleanup in
 /// `Drop`, which may run inside (and block) the test's runtime.
-pub fn block_on_detached(work: impl Future<Output = ()> + Send + 'static) {
+pub(crate) fn block_on_detached(work: impl Future<Output = ()> + Send + 'static) {
     let _ = std::thread::spawn(move || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
