@@ -27,6 +27,7 @@ use order_service_testkit::TestDb;
 use order_service_testkit::proxy::Proxy;
 
 use super::TestResponse;
+use super::bodies::get_request;
 
 /// A test's application: the router it drives, over a database of its own.
 pub struct TestApp {
@@ -47,12 +48,7 @@ impl InProcess {
     }
 
     pub async fn get(&self, path: &str) -> TestResponse {
-        self.request(
-            Request::get(path)
-                .body(Body::empty())
-                .expect("valid request"),
-        )
-        .await
+        self.request(get_request(path)).await
     }
 }
 

@@ -6,6 +6,13 @@ use axum::http::{HeaderValue, Method, Request};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+/// A GET of `path`, without a body.
+pub(super) fn get_request(path: &str) -> Request<Body> {
+    Request::get(path)
+        .body(Body::empty())
+        .expect("valid request")
+}
+
 /// A POST built byte by byte: header values may be anything the HTTP layer lets through, and the
 /// body is sent exactly as given (no content type unless one is among `headers`).
 pub fn raw_post(path: &str, headers: &[(&str, &[u8])], body: impl Into<Body>) -> Request<Body> {

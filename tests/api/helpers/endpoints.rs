@@ -6,16 +6,12 @@ use axum::http::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use super::bodies::get_request;
 use super::{TestApp, TestResponse, payment_body, refund_body, shipment_body, unique_key};
 
 impl TestApp {
     pub async fn get(&self, path: &str) -> TestResponse {
-        self.request(
-            Request::get(path)
-                .body(Body::empty())
-                .expect("valid request"),
-        )
-        .await
+        self.request(get_request(path)).await
     }
 
     /// A POST with a JSON body and, if given, an Idempotency-Key and extra headers.
