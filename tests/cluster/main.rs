@@ -1,15 +1,14 @@
 //! Issue 15: a three-node RabbitMQ cluster survives under load (README "Running at scale").
 //!
-//! The test starts a private three-node cluster of its own (`rabbit.rs`, each node in
-//! `node.rs`), two real service instances over one database with the three nodes as their
-//! `AMQP_URL` list (`instances.rs`), and a steady load through both doors (`load.rs`, its
-//! publisher in `publisher.rs`). Meanwhile it kills each
-//! node in turn with `kill -9`, restarting it and waiting for it to rejoin before the next, so a
-//! majority always stands. After quiescence (`check.rs`): every order in its expected state, one
-//! ledger row per transfer, contiguous history, every outbox event published at least once, no
-//! queue holding anything, and both instances ready. It prints its figures (run with
-//! `--nocapture`, `figures.rs`): messages in flight at each kill, time to recover, reconnects
-//! per instance.
+//! The test starts a private three-node cluster of its own (`rabbit.rs`, each node in `node.rs`),
+//! two real service instances over one database with the three nodes as their `AMQP_URL` list (the
+//! test kit's `service::Instance`), and a steady load through both doors (the kit's `load`, its
+//! publisher in `load/publisher.rs`). Meanwhile it kills each node in turn with `kill -9`,
+//! restarting it and waiting for it to rejoin before the next, so a majority always stands. After
+//! quiescence (the kit's `load/settled.rs`): every order in its expected state, one ledger row per
+//! transfer, contiguous history, every outbox event published at least once, no queue holding
+//! anything, and both instances ready. It prints its figures (run with `--nocapture`,
+//! `figures.rs`): messages in flight at each kill, time to recover, reconnects per instance.
 //!
 //! Needs root (or the rights to run RabbitMQ's scripts) and RabbitMQ installed under
 //! `/usr/lib/rabbitmq`, as on the project's machines; the shared broker is not touched.

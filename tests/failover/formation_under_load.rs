@@ -1,6 +1,6 @@
 //! The service on a real pg_auto_failover formation (`formation.rs`), given the URL the
-//! formation hands out, under steady REST and AMQP load (the shared load kit of the cluster
-//! suite), through three faults of the primary in turn:
+//! formation hands out, under steady REST and AMQP load (the test kit's `load`, shared with the
+//! cluster suite), through three faults of the primary in turn:
 //! (a) SIGKILL of its whole node (keeper and Postgres), as a machine that dies;
 //! (b) that node restarted, rejoined as a standby, then a planned switchover;
 //! (c) the primary's node frozen for 30 s (SIGSTOP: its sockets open and silent, as a paused VM
