@@ -16,6 +16,7 @@
 //!   cannot slip in: a new session waits on the lock the drop holds, then finds no database.
 //! - A run that is killed never reaches its drops: the first test of the next run drops what such
 //!   a run left behind (see [`drop_leftovers`]).
+
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::postgres::PgPoolOptions;
