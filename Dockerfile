@@ -10,7 +10,8 @@ FROM rust:1.95-bookworm AS chef
 RUN cargo install cargo-chef --locked --version 0.1.78
 WORKDIR /app
 
-# Plan: the recipe of the whole workspace (the service and the bench member it declares).
+# Plan: the recipe of the whole workspace (the service and the members it declares: the bench, the
+# test kit).
 FROM chef AS planner
 COPY . .
 RUN cargo chef prepare --recipe-path recipe.json

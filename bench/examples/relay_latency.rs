@@ -23,8 +23,7 @@ use order_service::domain::{
     AmountMinor, Cause, Currency, CustomerId, EventId, Money, NewOrder, OrderId,
 };
 use order_service::health::Readiness;
-use order_service::store;
-use sqlx::{Connection, Executor};
+use order_service_testkit::TestDb;
 use tokio_util::sync::CancellationToken;
 
 const AMQP_URL: &str = order_service::config::DEFAULT_AMQP_URL;
@@ -33,14 +32,9 @@ type Arrivals = Arc<Mutex<HashMap<String, Instant>>>;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let name = format!(
-        "order_service_relay_latency_{}",
-        uuid::Uuid::new_v4().simple()
-    );
-    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-    let options = store::connect_options(&url, DEFAULT_LOCK_TIMEOUT)?;
-    store::prepare_database(&options).await?;
-    let pool = store::pool(options, 32);
+    // A migrated database of the run's own, dropped with `db` however the run ends.
+    let db = TestDb::create_with_pool(DEFAULT_LOCK_TIMEOUT, 32).await;
+    let pool = db.pool.clone();
     let app = App::new(pool.clone());
     let exchange = format!("relay-latency-{}", uuid::Uuid::new_v4().simple());
 
@@ -159,13 +153,7 @@ async fn main() -> anyhow::Result<()> {
         .exchange_delete(exchange.as_str().into(), Default::default())
         .await?;
     pool.close().await;
-    let mut admin =
-        sqlx::PgConnection::connect("postgres://postgres@127.0.0.1:5432/postgres").await?;
-    admin
-        .execute(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE \"{name}\" WITH (FORCE)"
-        )))
-        .await?;
+    drop(db);
     Ok(())
 }
 

@@ -34,19 +34,12 @@
 //! Now every command is 2 statements on its path and a replay 1 (bench/README.md "Round trips per
 //! command" gives both, side by side).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
-use axum::body::Bytes;
+use anyhow::bail;
 use clap::Parser;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use lapin::BasicProperties;
 use lapin::options::BasicPublishOptions;
 use serde_json::{Value, json};
@@ -57,10 +50,16 @@ use uuid::Uuid;
 use order_service::amqp::{Topology, connect};
 use order_service::config::{Config, DEFAULT_AMQP_URL};
 use order_service::startup::Service;
+use order_service_testkit::private_postgres::PrivatePostgres;
+use order_service_testkit::{eventually, http};
 
-const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
-/// Marks the example's own queries, which the counts leave out.
-const MARK: &str = "round_trips";
+/// The private server's settings: `pg_stat_statements` loaded, counting every statement
+/// (those run inside functions too).
+const COUNTING: [(&str, &str); 3] = [
+    ("shared_preload_libraries", "pg_stat_statements"),
+    ("pg_stat_statements.track", "all"),
+    ("pg_stat_statements.max", "1000"),
+];
 /// How long a phase may take to settle (every message applied, every event published).
 const SETTLE: Duration = Duration::from_secs(120);
 
@@ -78,9 +77,9 @@ async fn main() -> anyhow::Result<()> {
     let mut numbers = numbers.iter();
     let n: usize = numbers.next().map_or(Ok(500), |a| a.parse())?;
     let clients: usize = numbers.next().map_or(Ok(8), |a| a.parse())?;
-    let postgres = PrivatePostgres::start()?;
+    let postgres = PrivatePostgres::start_with(&COUNTING);
     let outcome = measure(&postgres, Scale { n, detail }, clients).await;
-    postgres.stop();
+    drop(postgres);
     outcome
 }
 
@@ -93,11 +92,8 @@ struct Scale {
 
 async fn measure(postgres: &PrivatePostgres, scale: Scale, clients: usize) -> anyhow::Result<()> {
     let n = scale.n;
-    let url = format!(
-        "postgres://postgres@127.0.0.1:{}/order_service",
-        postgres.port
-    );
-    let mut admin = PgConnection::connect(&url.replace("/order_service", "/postgres")).await?;
+    let url = postgres.url("order_service");
+    let mut admin = PgConnection::connect(&postgres.url("postgres")).await?;
     sqlx::query("CREATE DATABASE order_service")
         .execute(&mut admin)
         .await?;
@@ -119,18 +115,17 @@ async fn measure(postgres: &PrivatePostgres, scale: Scale, clients: usize) -> an
     let topology = Topology::from_config(&config.amqp);
     let shutdown = CancellationToken::new();
     let service = Service::build(config, &shutdown).await?;
-    let http = Http::new(service.port());
+    let port = service.port();
     let running = tokio::spawn(service.run_until(shutdown.clone()));
     let broker = connect(DEFAULT_AMQP_URL, "round trips").await?;
     let channel = broker.create_channel().await?;
 
     let result = async {
-        http.wait_ready().await?;
-        let load = Load {
-            http: &http,
-            n,
-            clients,
-        };
+        eventually("the service to be ready", SETTLE, || async {
+            matches!(http::get(port, "/health/ready").await, Ok((200, _))).then_some(())
+        })
+        .await;
+        let load = Load { port, n, clients };
         println!("statements per request (N = {n}, {clients} clients)\n");
         println!("| command | request | wake-up | relay | total |");
         println!("|---|---:|---:|---:|---:|");
@@ -338,13 +333,13 @@ impl Kind {
 }
 
 /// N requests of one kind from a few concurrent clients.
-struct Load<'a> {
-    http: &'a Http,
+struct Load {
+    port: u16,
     n: usize,
     clients: usize,
 }
 
-impl Load<'_> {
+impl Load {
     fn orders(&self) -> Vec<Uuid> {
         (0..self.n).map(|_| Uuid::new_v4()).collect()
     }
@@ -358,10 +353,8 @@ impl Load<'_> {
             async move {
                 while let Some(&order) = orders.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let (path, body, expected) = kind.request(order);
-                    let answer = self
-                        .http
-                        .post(&path, &format!("{key}-{order}"), &body)
-                        .await?;
+                    let key = format!("{key}-{order}");
+                    let (answer, _) = http::post(self.port, &path, &key, &body.to_string()).await?;
                     if answer != expected {
                         bail!("POST {path}: {answer}, expected {expected}");
                     }
@@ -372,150 +365,4 @@ impl Load<'_> {
         futures::future::try_join_all((0..self.clients).map(client)).await?;
         Ok(())
     }
-}
-
-/// The service's REST API on kept-alive connections.
-struct Http {
-    client: Client<HttpConnector, Full<Bytes>>,
-    base: String,
-}
-
-impl Http {
-    fn new(port: u16) -> Self {
-        Self {
-            client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
-            base: format!("http://127.0.0.1:{port}"),
-        }
-    }
-
-    /// The status code of `POST path` with `body` under Idempotency-Key `key`.
-    async fn post(&self, path: &str, key: &str, body: &Value) -> anyhow::Result<u16> {
-        let request = axum::http::Request::post(format!("{}{path}", self.base))
-            .header("content-type", "application/json")
-            .header("idempotency-key", key)
-            .body(Full::new(Bytes::from(serde_json::to_vec(body)?)))?;
-        let response = self.client.request(request).await?;
-        let status = response.status().as_u16();
-        response.into_body().collect().await?;
-        Ok(status)
-    }
-
-    async fn wait_ready(&self) -> anyhow::Result<()> {
-        let started = Instant::now();
-        loop {
-            let request = axum::http::Request::get(format!("{}/health/ready", self.base))
-                .body(Full::new(Bytes::new()))?;
-            if let Ok(response) = self.client.request(request).await
-                && response.status().is_success()
-            {
-                return Ok(());
-            }
-            if started.elapsed() > SETTLE {
-                bail!("the service did not become ready");
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-/// A Postgres cluster of this run's own, with `pg_stat_statements` loaded and counting every
-/// statement; stopped and deleted by [`PrivatePostgres::stop`].
-struct PrivatePostgres {
-    port: u16,
-    dir: PathBuf,
-}
-
-impl PrivatePostgres {
-    fn start() -> anyhow::Result<Self> {
-        let dir = std::env::temp_dir().join(format!("order-service-{MARK}-{}", Uuid::new_v4()));
-        std::fs::create_dir_all(&dir)?;
-        let as_root = Command::new("id").arg("-u").output()?.stdout == b"0\n";
-        if as_root {
-            run(Command::new("chown").arg("postgres").arg(&dir))?;
-        }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let postgres = Self { port, dir };
-        let data = postgres.dir.join("data");
-        postgres.pg(
-            as_root,
-            "initdb",
-            &[
-                "-D",
-                path(&data)?,
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "--no-sync",
-            ],
-        )?;
-        let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
-             -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all \
-             -c pg_stat_statements.max=1000",
-            postgres.dir.display()
-        );
-        let log = postgres.dir.join("postgres.log");
-        postgres.pg(
-            as_root,
-            "pg_ctl",
-            &[
-                "-D",
-                path(&data)?,
-                "-l",
-                path(&log)?,
-                "-w",
-                "-o",
-                &options,
-                "start",
-            ],
-        )?;
-        Ok(postgres)
-    }
-
-    fn pg(&self, as_root: bool, tool: &str, args: &[&str]) -> anyhow::Result<()> {
-        let tool = format!("{PG_BIN}/{tool}");
-        let mut command = if as_root {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--", &tool]);
-            command
-        } else {
-            Command::new(&tool)
-        };
-        run(command.args(args).current_dir(&self.dir))
-    }
-
-    fn stop(&self) {
-        let as_root = Command::new("id")
-            .arg("-u")
-            .output()
-            .is_ok_and(|o| o.stdout == b"0\n");
-        let data = self.dir.join("data");
-        if let Ok(data) = path(&data)
-            && let Err(error) =
-                self.pg(as_root, "pg_ctl", &["-D", data, "-m", "fast", "-w", "stop"])
-        {
-            eprintln!("warning: could not stop the private Postgres: {error}");
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn path(path: &Path) -> anyhow::Result<&str> {
-    path.to_str().context("a temporary path that is not UTF-8")
-}
-
-fn run(command: &mut Command) -> anyhow::Result<()> {
-    let output = command
-        .output()
-        .with_context(|| format!("cannot run {command:?}"))?;
-    if !output.status.success() {
-        bail!(
-            "{command:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(())
 }

@@ -7,41 +7,36 @@ use std::future::Future;
 
 use anyhow::{Context, ensure};
 use serde_json::Value;
-use sqlx::{Connection, PgConnection};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use order_service::app::OutboundEnvelope;
+use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use order_service::domain::{EventType, OrderId};
 use order_service::store;
+use order_service_testkit::TestDb;
 
 use crate::batched::{self, Dedup};
-use crate::cli::DEFAULT_POSTGRES_URL;
 use crate::scratch::Db;
 use crate::{cte, multi, raw, workload};
 
-/// Runs `test` on a fresh migrated database (with the dedup table), then drops it.
+/// Runs `test` on a fresh migrated database (with the dedup table), dropped on the way out, pass
+/// or fail: the test kit's, on the shared server.
 async fn with_db<F, Fut>(test: F)
 where
     F: FnOnce(Db) -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
 {
-    let server =
-        std::env::var("BENCH_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
-    let name = format!("order_service_bench_test_{}", Uuid::new_v4().simple());
-    let db = Db::on_server(&server, name);
+    let test_db = TestDb::create(DEFAULT_LOCK_TIMEOUT).await;
+    let db = Db {
+        name: test_db.name.clone(),
+        url: test_db.url.clone(),
+    };
     let outcome = async {
-        db.migrate().await?;
         raw::create_dedup_table(&db).await?;
-        test(db.clone()).await
+        test(db).await
     }
     .await;
-    let mut admin = PgConnection::connect(&server)
-        .await
-        .expect("reach Postgres");
-    sqlx::query(db.drop_statement())
-        .execute(&mut admin)
-        .await
-        .expect("drop the test database");
     if let Err(e) = outcome {
         panic!("{e:#}");
     }

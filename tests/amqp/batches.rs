@@ -12,12 +12,12 @@ use axum::http::StatusCode;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::proxy::Proxy;
-use crate::common::{AMQP_URL, eventually};
 use crate::helpers::{Harness, WAIT, test_config};
 use order_service::app::App;
 use order_service::config::AmqpConfig;
 use order_service::store;
+use order_service_testkit::proxy::Proxy;
+use order_service_testkit::{AMQP_URL, eventually};
 
 /// Batches of `size` deliveries, each waiting (far longer than any test) until it is full.
 fn batches_of(size: u16) -> AmqpConfig {

@@ -9,8 +9,9 @@ use order_service::amqp::inbox::{Disposition, apply};
 use order_service::telemetry::TraceContext;
 use uuid::Uuid;
 
-use crate::common::eventually;
-use crate::common::proxy::Proxy;
+use order_service_testkit::eventually;
+use order_service_testkit::proxy::Proxy;
+
 use crate::helpers::{Harness, WAIT};
 
 #[tokio::test]
@@ -137,7 +138,7 @@ async fn while_postgres_is_unreachable_nothing_is_acked_and_work_resumes_after()
     let mut h = Harness::start().await;
     let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5432))).await;
     let app_through_proxy = h.app_through(&proxy);
-    h.spawn_consumer_on(app_through_proxy, crate::common::AMQP_URL);
+    h.spawn_consumer_on(app_through_proxy, order_service_testkit::AMQP_URL);
     let order = Uuid::new_v4();
     h.place("placed", order, 1000).await;
     h.wait_for_status(order, "PENDING_PAYMENT").await;

@@ -11,11 +11,11 @@ use lapin::options::QueueDeclareOptions;
 use lapin::types::{AMQPValue, FieldTable};
 use uuid::Uuid;
 
-use crate::common::proxy::Proxy;
-use crate::common::{AMQP_URL, eventually};
 use crate::helpers::{Harness, WAIT, test_config};
 use order_service::amqp::topology::Inbox;
 use order_service::amqp::{Topology, connect};
+use order_service_testkit::proxy::Proxy;
+use order_service_testkit::{AMQP_URL, eventually};
 
 /// Takes every message now in the dead-letter queue: its body and the `reason` of its first
 /// `x-death` entry, which the broker adds when it dead-letters a message itself.
@@ -334,7 +334,7 @@ async fn a_message_that_takes_the_process_down_every_time_is_dead_lettered_parke
         parked[0].headers
     );
     eventually("the gauge to count it", WAIT, || async {
-        let (_, metrics) = crate::common::http::get(service.http_port, "/metrics")
+        let (_, metrics) = order_service_testkit::http::get(service.http_port, "/metrics")
             .await
             .ok()?;
         metrics

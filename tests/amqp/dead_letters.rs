@@ -13,8 +13,9 @@ use lapin::types::{AMQPValue, FieldTable};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::common::proxy::Proxy;
-use crate::common::{AMQP_URL, eventually};
+use order_service_testkit::proxy::Proxy;
+use order_service_testkit::{AMQP_URL, eventually};
+
 use crate::helpers::{Harness, Parked, WAIT, envelope, relay_config, test_config};
 
 /// The one parked dead letter of this message id.

@@ -5,7 +5,8 @@
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::common::AMQP_URL;
+use order_service_testkit::AMQP_URL;
+
 use crate::helpers::{Harness, TempFile};
 
 /// Ports nothing listens on: bound, then released (all at once, so they differ).

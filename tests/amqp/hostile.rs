@@ -1,5 +1,5 @@
 //! What a publisher can send through the exchange any publisher reaches, written byte by byte
-//! (`common::raw_amqp`), and what must become of it (docs/hostile-input.md): headers nested to
+//! (`raw_amqp.rs`), and what must become of it (docs/hostile-input.md): headers nested to
 //! the deepest a frame can carry, a short string that is not UTF-8, an oversized header the
 //! service used to copy. Each ends parked with its reason, the consumer never reconnects, and a
 //! valid order placed and paid right behind them is applied meanwhile.
@@ -7,12 +7,13 @@
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::AMQP_URL;
-use crate::common::raw_amqp::{
+use order_service_testkit::AMQP_URL;
+
+use crate::helpers::{Harness, Parked, relay_config};
+use crate::raw_amqp::{
     Random, RawMessage, deepest_arrays, long_string, nested_arrays, nested_tables, publish,
     random_table, table,
 };
-use crate::helpers::{Harness, Parked, relay_config};
 
 const BROKER: &str = "127.0.0.1:5672";
 

@@ -5,8 +5,6 @@
 mod asyncapi;
 mod batches;
 mod collector;
-#[path = "../common/mod.rs"]
-mod common;
 mod consumer;
 mod consumer_faults;
 mod crash_loop;
@@ -15,6 +13,7 @@ mod endpoints;
 mod helpers;
 mod hostile;
 mod memory;
+mod raw_amqp;
 mod refunds;
 mod relay;
 mod relay_faults;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use lapin::BasicProperties;
 
-use crate::common::eventually;
+use order_service_testkit::eventually;
+
 use crate::helpers::Harness;
 
 const MIB: u64 = 1024 * 1024;

@@ -8,7 +8,8 @@ use lapin::types::AMQPValue;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::eventually;
+use order_service_testkit::eventually;
+
 use crate::helpers::{Harness, WAIT, test_config};
 
 /// Waits for the refund to be parked in the first retry queue and returns the reason it carries,

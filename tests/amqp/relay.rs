@@ -15,8 +15,9 @@ use order_service::telemetry::TraceContext;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::eventually;
-use crate::common::proxy::Proxy;
+use order_service_testkit::eventually;
+use order_service_testkit::proxy::Proxy;
+
 use crate::helpers::{Harness, WAIT, relay_config};
 
 fn cause(id: &str) -> Cause {
@@ -129,7 +130,7 @@ async fn each_change_is_published_once_with_the_documented_envelope() {
     let cancelled = place(&h.app, 500).await;
     pay(&h.app, cancelled, 100).await;
     cancel(&h.app, cancelled).await; // cancelled + refund_required
-    h.spawn_relay(crate::common::AMQP_URL, relay_config());
+    h.spawn_relay(order_service_testkit::AMQP_URL, relay_config());
 
     let messages = h.receive(&queue, 7).await;
     assert_eq!(messages.len(), 7, "no message twice");
@@ -191,7 +192,7 @@ async fn a_transaction_that_rolls_back_publishes_nothing() {
     .await
     .unwrap();
     tx.rollback().await.unwrap();
-    h.spawn_relay(crate::common::AMQP_URL, relay_config());
+    h.spawn_relay(order_service_testkit::AMQP_URL, relay_config());
 
     let messages = h.receive(&queue, 1).await;
     assert_eq!(messages.len(), 1);
@@ -244,8 +245,8 @@ async fn while_the_broker_is_unreachable_events_wait_and_are_all_published_after
 async fn two_relays_publish_a_thousand_events_in_order_per_order() {
     let mut h = Harness::start().await;
     let queue = h.subscribe().await;
-    h.spawn_relay(crate::common::AMQP_URL, relay_config());
-    h.spawn_relay(crate::common::AMQP_URL, relay_config());
+    h.spawn_relay(order_service_testkit::AMQP_URL, relay_config());
+    h.spawn_relay(order_service_testkit::AMQP_URL, relay_config());
 
     // 250 orders: created, paid, shipped (750 events); 125 orders: created, cancelled (250).
     let app = h.app.clone();

@@ -9,7 +9,8 @@ use uuid::Uuid;
 
 use order_service::store::outbox;
 
-use crate::common::{AMQP_URL, eventually, http};
+use order_service_testkit::{AMQP_URL, eventually, http};
+
 use crate::helpers::{Harness, WAIT, relay_config};
 
 /// JSON arrays nested `depth` deep: beyond serde_json's recursion limit (128) from 128 on, while

@@ -11,9 +11,9 @@ use lapin::{BasicProperties, Connection};
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::eventually;
 use crate::helpers::{DeadLetter, Harness, WAIT, envelope};
 use order_service::amqp::connect;
+use order_service_testkit::eventually;
 
 /// A broker user of the test's own with full rights on the default vhost, deleted on drop.
 struct BrokerUser {

@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 
+use order_service_testkit::{eventually, http};
+
 use crate::collector::Collector;
-use crate::common::{eventually, http};
 use crate::helpers::{Harness, TempFile, WAIT};
 use crate::trace_propagation::{Traceparent, event_traceparent, traceparent};
 

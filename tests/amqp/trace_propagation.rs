@@ -8,7 +8,8 @@ use lapin::types::{AMQPValue, FieldTable};
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::AMQP_URL;
+use order_service_testkit::AMQP_URL;
+
 use crate::helpers::{Harness, Published, envelope, relay_config};
 
 /// The caller's span in a trace of its own, as a W3C `traceparent`.

@@ -11,7 +11,8 @@ use serde_json::Value;
 use sqlx::postgres::PgPoolOptions;
 use uuid::Uuid;
 
-use crate::common::proxy::CommitCut;
+use order_service_testkit::proxy::CommitCut;
+
 use crate::helpers::{TestApp, TestResponse, order_body, payment_body};
 
 /// Longer than a request takes, shorter than the suite's patience: a cut request must not hang.

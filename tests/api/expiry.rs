@@ -18,8 +18,9 @@ use order_service::startup::Service;
 use order_service::telemetry::TraceContext;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::eventually;
-use crate::common::proxy::Proxy;
+use order_service_testkit::eventually;
+use order_service_testkit::proxy::Proxy;
+
 use crate::helpers::{MoneyRow, TestApp, payment_body, unique_key};
 
 const LIMIT: u32 = 100;

@@ -1,8 +1,5 @@
 //! The REST API suite: every endpoint, idempotency, races and bad input, against a real Postgres.
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod asyncapi;
 mod auth;
 mod bad_input;

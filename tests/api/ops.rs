@@ -146,7 +146,7 @@ async fn instances_starting_at_once_create_and_migrate_the_database_once() {
     let results =
         futures::future::join_all((0..4).map(|_| store::prepare_database(&options))).await;
 
-    let admin = sqlx::PgPool::connect(crate::helpers::ADMIN_URL)
+    let admin = sqlx::PgPool::connect(order_service_testkit::ADMIN_URL)
         .await
         .unwrap();
     let drop = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");

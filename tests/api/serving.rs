@@ -168,7 +168,7 @@ async fn on_shutdown_the_request_in_flight_finishes_new_connections_are_refused_
 
     served.shutdown.cancel();
 
-    crate::common::eventually("the listener to close", PATIENCE, || async {
+    order_service_testkit::eventually("the listener to close", PATIENCE, || async {
         TcpStream::connect(served.address)
             .await
             .is_err()

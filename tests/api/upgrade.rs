@@ -7,7 +7,7 @@ use order_service::app::App;
 use order_service::domain::{Cause, Direction, EventId, Money, OrderId, Refund, TransferId};
 use order_service::store;
 
-use crate::common::TestDb;
+use order_service_testkit::TestDb;
 
 /// The first migration of refunds, expiry and orders by customer.
 const REFUNDS_MIGRATION: &str = "20261122000002";

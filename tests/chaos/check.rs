@@ -29,8 +29,9 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use order_service_testkit::http;
+
 use crate::cluster::Captured;
-use crate::common::http;
 use crate::events;
 use crate::model::{Expected, Script};
 

@@ -10,19 +10,17 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use lapin::Channel;
-use lapin::options::{
-    BasicConsumeOptions, ConfirmSelectOptions, QueueBindOptions, QueueDeclareOptions,
-};
+use lapin::options::{BasicConsumeOptions, ConfirmSelectOptions};
 use lapin::types::FieldTable;
 use order_service::amqp::{Topology, connect};
 use order_service::config::AmqpConfig;
 use tokio::process::{Child, Command};
 
-use crate::common::http;
-use crate::common::proxy::Proxy;
-use crate::common::{AMQP_URL, amqp_config, batch_env, eventually, free_port, topology_env};
-
-const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+use order_service_testkit::private_postgres::PrivatePostgres;
+use order_service_testkit::proxy::Proxy;
+use order_service_testkit::{
+    AMQP_URL, amqp_config, declare_subscriber, eventually, free_port, http, service,
+};
 
 /// A message the relay published, as the subscriber received it.
 #[derive(Debug, Clone)]
@@ -33,7 +31,8 @@ pub struct Captured {
 }
 
 pub struct Cluster {
-    pub pg: PrivatePostgres,
+    /// Shared with the fault injector, which crash-restarts it without holding the cluster.
+    pub pg: Arc<PrivatePostgres>,
     pub config: AmqpConfig,
     pub topology: Topology,
     pub channel: Channel,
@@ -54,7 +53,7 @@ pub struct Instance {
 
 impl Cluster {
     pub async fn start(instances: usize) -> Self {
-        let pg = PrivatePostgres::start().await;
+        let pg = Arc::new(PrivatePostgres::start_with(&[("max_connections", "200")]));
         let prefix = format!("chaos-{}", uuid::Uuid::new_v4().simple());
         let config = amqp_config(&prefix);
         let topology = Topology::from_config(&config);
@@ -85,7 +84,7 @@ impl Cluster {
         for slot in 0..instances {
             let amqp = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5672))).await;
             let http_port = free_port();
-            let log = cluster.pg.dir.join(format!("instance-{slot}.log"));
+            let log = cluster.pg.dir().join(format!("instance-{slot}.log"));
             cluster.instances.push(Instance {
                 http_port,
                 amqp,
@@ -130,16 +129,15 @@ impl Cluster {
             .append(true)
             .open(&instance.log)
             .expect("instance log");
-        let child = Command::new(&self.service_bin)
-            .arg("serve")
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("DATABASE_URL", database_url)
-            .env(
-                "AMQP_URL",
-                format!("amqp://guest:guest@127.0.0.1:{}/%2f", instance.amqp.port),
-            )
-            .env("HTTP_ADDR", format!("127.0.0.1:{}", instance.http_port))
+        let amqp_url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", instance.amqp.port);
+        let command = service::command(
+            &self.service_bin,
+            &database_url,
+            &amqp_url,
+            instance.http_port,
+            &self.config,
+        );
+        let child = Command::from(command)
             .env("LOG_FORMAT", "json")
             .env("RUST_LOG", "warn")
             .env("DB_MAX_CONNECTIONS", "8")
@@ -147,8 +145,6 @@ impl Cluster {
             .env("OUTBOX_POLL_MS", "250")
             .env("ORDER_PAYMENT_TIMEOUT_SECS", timeout)
             .env("ORDER_EXPIRY_SWEEP_SECS", "1")
-            .envs(topology_env(&self.config))
-            .envs(batch_env(&self.config))
             .stdout(Stdio::from(log.try_clone().expect("log")))
             .stderr(Stdio::from(log))
             .kill_on_drop(true)
@@ -198,7 +194,7 @@ impl Cluster {
             )
             .await;
         let _ = self.topology.delete(&self.channel).await;
-        self.pg.stop();
+        self.pg.kill();
         let _ = &self._connection;
     }
 
@@ -227,24 +223,7 @@ async fn subscribe(
 ) {
     let channel = connection.create_channel().await.expect("channel");
     let queue = format!("{}.capture", topology.inbox);
-    channel
-        .queue_declare(
-            queue.as_str().into(),
-            QueueDeclareOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("capture queue");
-    channel
-        .queue_bind(
-            queue.as_str().into(),
-            topology.outbound_exchange.as_str().into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("bind capture queue");
+    declare_subscriber(&channel, &queue, &topology.outbound_exchange).await;
     let mut consumer = channel
         .basic_consume(
             queue.as_str().into(),
@@ -276,110 +255,4 @@ async fn subscribe(
             }
         }
     });
-}
-
-/// A Postgres cluster of the checker's own, in a temporary directory, run as `postgres`.
-pub struct PrivatePostgres {
-    pub port: u16,
-    pub dir: PathBuf,
-}
-
-impl PrivatePostgres {
-    async fn start() -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "order-service-chaos-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
-        std::fs::create_dir_all(&dir).expect("chaos dir");
-        run("chown", &["postgres", dir.to_str().expect("utf-8 path")]);
-        let data = dir.join("data");
-        as_postgres(
-            &format!("{PG_BIN}/initdb"),
-            &[
-                "-D",
-                data.to_str().expect("path"),
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "--no-sync",
-            ],
-        );
-        let pg = Self {
-            port: free_port(),
-            dir,
-        };
-        pg.pg_ctl(&["start"]);
-        pg
-    }
-
-    fn options(&self) -> String {
-        format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
-            self.port,
-            self.dir.display()
-        )
-    }
-
-    fn pg_ctl(&self, action: &[&str]) {
-        let data = self.dir.join("data");
-        let log = self.dir.join("postgres.log");
-        let options = self.options();
-        let mut args = vec![
-            "-D",
-            data.to_str().expect("path"),
-            "-l",
-            log.to_str().expect("path"),
-            "-w",
-            "-o",
-            &options,
-        ];
-        args.extend_from_slice(action);
-        as_postgres(&format!("{PG_BIN}/pg_ctl"), &args);
-    }
-
-    /// A crash restart: every connection and in-flight transaction is cut.
-    pub fn restart(&self) {
-        self.pg_ctl(&["-m", "immediate", "restart"]);
-    }
-
-    fn stop(&self) {
-        self.pg_ctl(&["-m", "immediate", "stop"]);
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-impl Drop for Cluster {
-    /// A failed run must not leave a Postgres cluster behind (instances die with their handles).
-    fn drop(&mut self) {
-        let data = self.pg.dir.join("data");
-        if data.exists() {
-            let _ = std::process::Command::new("runuser")
-                .args(["-u", "postgres", "--", &format!("{PG_BIN}/pg_ctl"), "-D"])
-                .arg(&data)
-                .args(["-m", "immediate", "stop"])
-                .output();
-            let _ = std::fs::remove_dir_all(&self.pg.dir);
-        }
-    }
-}
-
-fn as_postgres(program: &str, args: &[&str]) {
-    let mut all = vec!["-u", "postgres", "--", program];
-    all.extend_from_slice(args);
-    run("runuser", &all);
-}
-
-fn run(program: &str, args: &[&str]) {
-    let output = std::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{program}: {e}"));
-    assert!(
-        output.status.success(),
-        "{program} {args:?} failed: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }

@@ -15,7 +15,8 @@ use lapin::{BasicProperties, Channel};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::common::http;
+use order_service_testkit::http;
+
 use crate::model::{Action, Script};
 use crate::rng::Rng;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::Mutex as AsyncMutex;
 
-use crate::cluster::{self, Cluster};
+use crate::cluster::Cluster;
 use crate::rng::Rng;
 
 /// Injects faults while `active`, at random moments, and always heals them.
@@ -41,13 +41,9 @@ pub async fn inject(
                 cluster.instances[slot].amqp.restore();
             }
             _ => {
-                let pg = cluster.pg.port;
-                let dir = cluster.pg.dir.clone();
+                let pg = cluster.pg.clone();
                 drop(cluster);
-                let _ = tokio::task::spawn_blocking(move || {
-                    cluster::PrivatePostgres { port: pg, dir }.restart()
-                })
-                .await;
+                let _ = tokio::task::spawn_blocking(move || pg.restart()).await;
             }
         }
         *counts

@@ -16,9 +16,6 @@
 //! (default: the binary cargo built with the test). A long run, and how to reproduce a failure:
 //! docs/development.md "The chaos checker".
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod check;
 mod cluster;
 mod driver;

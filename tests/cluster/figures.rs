@@ -5,9 +5,9 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::common::load::Tally;
-use crate::common::load::settled::{Delivered, Stored};
-use crate::common::service::Instance;
+use order_service_testkit::load::Tally;
+use order_service_testkit::load::settled::{Delivered, Stored};
+use order_service_testkit::service::Instance;
 
 /// What one node's death did.
 pub struct Kill {

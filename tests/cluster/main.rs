@@ -1,22 +1,18 @@
 //! Issue 15: a three-node RabbitMQ cluster survives under load (docs/operations/scaling.md).
 //!
-//! The test starts a private three-node cluster of its own (`rabbit.rs`, each node in
-//! `node.rs`), two real service instances over one database with the three nodes as their
-//! `AMQP_URL` list (`instances.rs`), and a steady load through both doors (`load.rs`, its
-//! publisher in `publisher.rs`). Meanwhile it kills each
-//! node in turn with `kill -9`, restarting it and waiting for it to rejoin before the next, so a
-//! majority always stands. After quiescence (`check.rs`): every order in its expected state, one
-//! ledger row per transfer, contiguous history, every outbox event published at least once, no
-//! queue holding anything, and both instances ready. It prints its figures (run with
-//! `--nocapture`, `figures.rs`): messages in flight at each kill, time to recover, reconnects
-//! per instance.
+//! The test starts a private three-node cluster of its own (`rabbit.rs`, each node in `node.rs`),
+//! two real service instances over one database with the three nodes as their `AMQP_URL` list (the
+//! test kit's `service::Instance`), and a steady load through both doors (the kit's `load`, its
+//! publisher in `load/publisher.rs`). Meanwhile it kills each node in turn with `kill -9`,
+//! restarting it and waiting for it to rejoin before the next, so a majority always stands. After
+//! quiescence (the kit's `load/settled.rs`): every order in its expected state, one ledger row per
+//! transfer, contiguous history, every outbox event published at least once, no queue holding
+//! anything, and both instances ready. It prints its figures (run with `--nocapture`,
+//! `figures.rs`): messages in flight at each kill, time to recover, reconnects per instance.
 //!
 //! Needs root (or the rights to run RabbitMQ's scripts) and RabbitMQ installed under
 //! `/usr/lib/rabbitmq`, as on the project's machines; the shared broker is not touched.
 //! `cargo test --test cluster -- --nocapture`.
-
-#[path = "../common/mod.rs"]
-mod common;
 
 mod figures;
 mod node;
@@ -33,10 +29,10 @@ use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
-use common::load::{self, Load, settled as check};
-use common::service::Instance;
-use common::{TestDb, amqp_config, eventually};
 use figures::{Kill, Timing};
+use order_service_testkit::load::{self, Load, settled as check};
+use order_service_testkit::service::Instance;
+use order_service_testkit::{TestDb, amqp_config, eventually};
 use rabbit::{NODE_START, RabbitCluster};
 
 const INSTANCES: usize = 2;
@@ -117,7 +113,16 @@ async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_
 
     let list = cluster.amqp_list();
     let mut instances: Vec<Instance> = (0..INSTANCES)
-        .map(|slot| Instance::start(slot, &db.url, &list, &config, cluster.dir()))
+        .map(|slot| {
+            Instance::start(
+                env!("CARGO_BIN_EXE_order-service"),
+                slot,
+                &db.url,
+                &list,
+                &config,
+                cluster.dir(),
+            )
+        })
         .collect();
     for instance in &instances {
         eventually("an instance to be ready", NODE_START, || {

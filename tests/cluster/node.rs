@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use tokio::process::{Child, Command};
 
-use crate::common::free_port;
+use order_service_testkit::free_port;
 
 /// Where RabbitMQ's own scripts are; not the `/usr/sbin` wrappers, which switch to the
 /// `rabbitmq` user, whose home holds the machine broker's cookie.

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use crate::common::eventually;
-use crate::common::load::settled::QUIESCENCE;
+use order_service_testkit::eventually;
+use order_service_testkit::load::settled::QUIESCENCE;
+
 use crate::node::{Node, SCRIPTS, private_env, write_cookie};
 /// Bound on a node starting, or rejoining after a restart.
 pub const NODE_START: Duration = Duration::from_secs(90);

@@ -20,6 +20,7 @@ const README_MAX_LINES: usize = 200;
 const CITING: &[&str] = &[
     "src",
     "tests",
+    "testkit",
     "bench/src",
     "bench/tests",
     "bench/examples",

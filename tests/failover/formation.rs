@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use sqlx::{Connection, PgConnection};
 
-use crate::common::{eventually, free_port};
+use order_service_testkit::{eventually, free_port};
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 /// Generous: a give-up bound for a formation that does not come up, not a measure.

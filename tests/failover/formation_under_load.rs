@@ -1,6 +1,6 @@
 //! The service on a real pg_auto_failover formation (`formation.rs`), given the URL the
-//! formation hands out, under steady REST and AMQP load (the shared load kit of the cluster
-//! suite), through three faults of the primary in turn:
+//! formation hands out, under steady REST and AMQP load (the test kit's `load`, shared with the
+//! cluster suite), through three faults of the primary in turn:
 //! (a) SIGKILL of its whole node (keeper and Postgres), as a machine that dies;
 //! (b) that node restarted, rejoined as a standby, then a planned switchover;
 //! (c) the primary's node frozen for 30 s (SIGSTOP: its sockets open and silent, as a paused VM
@@ -13,17 +13,18 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lapin::options::{QueueBindOptions, QueueDeclareOptions};
-use lapin::types::FieldTable;
 use sqlx::PgPool;
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
 use order_service::amqp::{Topology, connect};
 
-use crate::common::load::{self, Load, settled};
-use crate::common::service::Instance;
-use crate::common::{AMQP_URL, amqp_config, delete_amqp_names, eventually, http};
+use order_service_testkit::load::{self, Load, settled};
+use order_service_testkit::service::Instance;
+use order_service_testkit::{
+    AMQP_URL, amqp_config, declare_subscriber, delete_amqp_names, eventually, http,
+};
+
 use crate::formation::Formation;
 
 const REST_CLIENTS: usize = 2;
@@ -62,26 +63,16 @@ async fn the_service_follows_the_primary_of_a_formation_through_a_kill_a_switcho
         .expect("the broker");
     let channel = broker.create_channel().await.expect("a channel");
     topology.declare(&channel).await.expect("the topology");
-    channel
-        .queue_declare(
-            capture.as_str().into(),
-            QueueDeclareOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("the subscriber's queue");
-    channel
-        .queue_bind(
-            capture.as_str().into(),
-            topology.outbound_exchange.as_str().into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .expect("bind the subscriber's queue");
+    declare_subscriber(&channel, &capture, &topology.outbound_exchange).await;
 
-    let mut service = Instance::start(0, &url, AMQP_URL, &config, formation.dir());
+    let mut service = Instance::start(
+        env!("CARGO_BIN_EXE_order-service"),
+        0,
+        &url,
+        AMQP_URL,
+        &config,
+        formation.dir(),
+    );
     eventually("the service to be ready", GIVE_UP, || {
         service.is_ready_now()
     })

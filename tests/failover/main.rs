@@ -4,8 +4,6 @@
 //! stand in for a primary and a standby: `default_transaction_read_only = on` makes a node
 //! answer `transaction_read_only = on`, as a standby does.
 
-#[path = "../common/mod.rs"]
-mod common;
 mod formation;
 mod formation_under_load;
 mod start;
@@ -24,8 +22,8 @@ use order_service::domain::{
 use order_service::store;
 use order_service::telemetry::TraceContext;
 
-use common::eventually;
-use common::private_postgres::PrivatePostgres;
+use order_service_testkit::eventually;
+use order_service_testkit::private_postgres::PrivatePostgres;
 
 /// Generous: a give-up bound for a failing run, not a measure of the switch.
 const GIVE_UP: Duration = Duration::from_secs(30);

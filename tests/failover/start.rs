@@ -3,7 +3,8 @@
 
 use std::process::Command;
 
-use crate::common::private_postgres::PrivatePostgres;
+use order_service_testkit::private_postgres::PrivatePostgres;
+
 use crate::{admin, set_read_only};
 
 #[tokio::test]

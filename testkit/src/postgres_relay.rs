@@ -1,7 +1,7 @@
 //! One Postgres connection through the test proxy, relayed message by message (each framed by
 //! its length prefix, so a message split across reads is whole before it is judged), so that the
 //! proxy can tell where a transaction commits and cut the connection right there
-//! ([`super::proxy::Proxy::cut_next_commit`]).
+//! ([`crate::proxy::Proxy::cut_next_commit`]).
 //!
 //! A transaction commits at one of two frontend messages:
 //! - the simple query `COMMIT` (how sqlx ends a transaction it began: `Q`, length 11,

@@ -5,10 +5,11 @@
 //! place orders and pay them in two halves with Idempotency-Keys, round-robin over the instances
 //! like a load balancer, retrying on failure with the same key like a client; some of their
 //! payments also arrive over AMQP. Every order's expected end is recorded as it is generated.
-//! The publisher itself is `publisher.rs`.
+//! The publisher itself is `publisher.rs`; what the load counts, and the availability it saw,
+//! `tally.rs`.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -16,10 +17,13 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use self::publisher::Publisher;
-use super::http;
+use crate::http;
 
 pub mod publisher;
 pub mod settled;
+mod tally;
+
+pub use tally::Tally;
 
 /// A publisher's pace: this many new orders every tick.
 const ORDERS_PER_TICK: usize = 2;
@@ -35,59 +39,6 @@ pub struct Expected {
     pub order: Uuid,
     pub amount: i64,
     pub transfers: Vec<(String, i64)>,
-}
-
-#[derive(Default)]
-pub struct Tally {
-    /// Messages the broker confirmed (duplicates included; a batch sent again counts again).
-    pub published: AtomicU64,
-    /// Of those, copies sent on purpose: the same message again, or the same payment anew.
-    pub duplicates: AtomicU64,
-    /// Messages sent again because their batch was not confirmed (their node died).
-    pub resent: AtomicU64,
-    pub publisher_reconnects: AtomicU64,
-    pub requests: AtomicU64,
-    pub retried_requests: AtomicU64,
-    /// Answers 500: never expected, even while nodes die.
-    pub server_errors: AtomicU64,
-    pub requests_in_flight: AtomicI64,
-    /// Every request answered with a success: when it was sent and when the answer came.
-    pub acknowledged: Mutex<Vec<(Instant, Instant)>>,
-}
-
-impl Tally {
-    /// From `fault` to the first success of a request sent after it (`None`: none yet).
-    pub fn unavailable_after(&self, fault: Instant) -> Option<Duration> {
-        self.acknowledged
-            .lock()
-            .expect("acknowledged")
-            .iter()
-            .filter(|(sent, _)| *sent >= fault)
-            .map(|(_, answered)| *answered - fault)
-            .min()
-    }
-
-    /// The longest time between `from` and `to` in which no request was acknowledged: how long
-    /// writes were unavailable, as clients saw it, when the fault is not one instant (a
-    /// switchover asked at `from` takes its time to begin).
-    pub fn longest_silence(&self, from: Instant, to: Instant) -> Duration {
-        let mut answered: Vec<Instant> = self
-            .acknowledged
-            .lock()
-            .expect("acknowledged")
-            .iter()
-            .map(|(_, answered)| *answered)
-            .filter(|answered| (from..=to).contains(answered))
-            .collect();
-        answered.sort();
-        let mut last = from;
-        let mut longest = Duration::ZERO;
-        for at in answered.into_iter().chain(std::iter::once(to)) {
-            longest = longest.max(at - last);
-            last = at;
-        }
-        longest
-    }
 }
 
 pub struct Load {

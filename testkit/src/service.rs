@@ -1,8 +1,10 @@
-//! The service under test as operators run it: real `order-service` processes (the debug binary
-//! cargo built with the test), each given a `DATABASE_URL` and an `AMQP_URL` (either may list
-//! several hosts). Stopped with SIGTERM at the end, and killed when dropped, pass or fail.
+//! The service under test as operators run it: real `order-service` processes (the binary cargo
+//! built with the suite: its path is the suite's `env!("CARGO_BIN_EXE_order-service")`), each
+//! given a `DATABASE_URL` and an `AMQP_URL` (either may list several hosts). [`command`] is what
+//! every suite's process starts from; an [`Instance`] is stopped with SIGTERM at the end, and
+//! killed when dropped, pass or fail.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -10,7 +12,30 @@ use tokio::process::{Child, Command};
 
 use order_service::config::AmqpConfig;
 
-use super::{batch_env, free_port, http, topology_env};
+use crate::{free_port, http};
+
+/// `bin serve` with nothing of the caller's environment but `PATH`: the database and broker URLs,
+/// HTTP on `http_port` of the loopback, and `config`'s topology names and consumer batching. The
+/// caller adds what its test needs (log level, pool size, timers) and spawns it.
+pub fn command(
+    bin: impl AsRef<Path>,
+    database_url: &str,
+    amqp_url: &str,
+    http_port: u16,
+    config: &AmqpConfig,
+) -> std::process::Command {
+    let mut command = std::process::Command::new(bin.as_ref());
+    command
+        .arg("serve")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", database_url)
+        .env("AMQP_URL", amqp_url)
+        .env("HTTP_ADDR", format!("127.0.0.1:{http_port}"))
+        .envs(topology_env(config))
+        .envs(batch_env(config));
+    command
+}
 
 pub struct Instance {
     pub port: u16,
@@ -19,32 +44,26 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// Starts instance `slot` with its log in `dir`, the topology's names from `config`.
+    /// Starts instance `slot` of the binary `bin` with its log in `dir`, the topology's names
+    /// from `config`.
     pub fn start(
+        bin: impl AsRef<Path>,
         slot: usize,
         database_url: &str,
         amqp_url: &str,
         config: &AmqpConfig,
-        dir: &std::path::Path,
+        dir: &Path,
     ) -> Self {
         let port = free_port();
         let log = dir.join(format!("instance-{slot}.log"));
         let file = std::fs::File::create(&log).expect("the instance's log");
-        let child = Command::new(env!("CARGO_BIN_EXE_order-service"))
-            .arg("serve")
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("DATABASE_URL", database_url)
-            .env("AMQP_URL", amqp_url)
-            .env("HTTP_ADDR", format!("127.0.0.1:{port}"))
+        let child = Command::from(command(bin, database_url, amqp_url, port, config))
             .env("LOG_FORMAT", "json")
             // Warnings, and the line naming the node each session connected to.
             .env("RUST_LOG", "warn,order_service::amqp::connection=info")
             .env("DB_MAX_CONNECTIONS", "8")
             .env("OUTBOX_POLL_MS", "250")
             .env("SHUTDOWN_GRACE_SECS", "5")
-            .envs(topology_env(config))
-            .envs(batch_env(config))
             .stdout(Stdio::from(file.try_clone().expect("log")))
             .stderr(Stdio::from(file))
             .kill_on_drop(true)
@@ -114,4 +133,31 @@ impl Instance {
             })
             .collect()
     }
+}
+
+/// The environment that gives a service process `config`'s exchange and queue names
+/// (docs/operations/configuration.md), for the suites that start the binary.
+fn topology_env(config: &AmqpConfig) -> [(&'static str, String); 5] {
+    [
+        ("AMQP_INBOUND_EXCHANGE", config.inbound_exchange.clone()),
+        ("AMQP_INBOX_QUEUE", config.inbox_queue.clone()),
+        (
+            "AMQP_DEAD_LETTER_EXCHANGE",
+            config.dead_letter_exchange.clone(),
+        ),
+        ("AMQP_DEAD_LETTER_QUEUE", config.dead_letter_queue.clone()),
+        ("AMQP_OUTBOUND_EXCHANGE", config.outbound_exchange.clone()),
+    ]
+}
+
+/// The environment that gives a service process `config`'s consumer batching.
+fn batch_env(config: &AmqpConfig) -> [(&'static str, String); 3] {
+    [
+        ("AMQP_BATCH_SIZE", config.batch_size.to_string()),
+        ("AMQP_BATCH_WAIT_MS", config.batch_wait_ms.to_string()),
+        (
+            "AMQP_BATCH_LOCK_WAIT_MS",
+            config.batch_lock_wait_ms.to_string(),
+        ),
+    ]
 }

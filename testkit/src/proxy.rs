@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-pub use super::postgres_relay::CommitCut;
-use super::postgres_relay::relay as relay_postgres;
+pub use crate::postgres_relay::CommitCut;
+use crate::postgres_relay::relay as relay_postgres;
 
 pub struct Proxy {
     pub port: u16,

@@ -13,7 +13,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::Expected;
-use crate::common::{eventually, ready_count};
+use crate::{eventually, ready_count};
 
 /// Bound on reaching quiescence once the load stopped: premature messages wait out retry
 /// delays (1 s, 2 s, 4 s, … by default) that grow while nodes are down.

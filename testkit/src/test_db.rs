@@ -1,6 +1,5 @@
-//! Shared by every integration suite: a database of its own per test, dropped when the test
-//! ends (pass or fail), and a wait helper; a TCP proxy a test can cut ([`proxy`]) and a minimal
-//! HTTP client for a service run as its binary ([`http`]).
+//! A database of its own per test, created and migrated for it and dropped when the test ends
+//! (pass or fail).
 //!
 //! Why a helper rather than `#[sqlx::test]`: that macro keeps the database of a failed test,
 //! needs `DATABASE_URL` in the test's environment and hands the test a pool of its own sizing,
@@ -17,28 +16,19 @@
 //!   cannot slip in: a new session waits on the lock the drop holds, then finds no database.
 //! - A run that is killed never reaches its drops: the first test of the next run drops what such
 //!   a run left behind (see [`drop_leftovers`]).
-#![allow(dead_code)] // each suite uses its own subset
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Executor, PgPool};
 use tokio::sync::OnceCell;
 
-use order_service::amqp::{Topology, connect};
-use order_service::config::AmqpConfig;
 use order_service::store;
 
-pub mod http;
-pub mod load;
-mod postgres_relay;
-pub mod private_postgres;
-pub mod proxy;
-pub mod raw_amqp;
-pub mod service;
+use crate::block_on_detached;
 
+/// The shared server's `postgres` database, for administrative connections.
 pub const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-pub const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 
 /// Every test database's name starts with this, followed by its creation time.
 const PREFIX: &str = "order_service_test_";
@@ -72,7 +62,8 @@ impl TestDb {
         let db = Self::create_empty(Duration::from_secs(5), 4).await;
         let earlier = std::env::temp_dir().join(format!("{}-migrations", db.name));
         std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
-        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        // The service's migrations, at the root of the workspace this kit is a member of.
+        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
         for entry in std::fs::read_dir(&source).expect("the migrations directory") {
             let path = entry.expect("a migration file").path();
             let name = path
@@ -132,12 +123,12 @@ impl TestDb {
         Self::create_with_pool(lock_timeout, 24).await
     }
 
-    /// `SELECT count(*)` of a whole table.
     /// The database's URL through a proxy listening on `port` (instead of Postgres itself).
     pub fn url_through(&self, port: u16) -> String {
         format!("postgres://postgres@127.0.0.1:{port}/{}", self.name)
     }
 
+    /// `SELECT count(*)` of a whole table.
     pub async fn count(&self, table: &str) -> i64 {
         let sql = format!("SELECT count(*) FROM {table}");
         sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
@@ -210,166 +201,4 @@ fn unix_seconds() -> u64 {
         .duration_since(UNIX_EPOCH)
         .expect("the clock is past 1970")
         .as_secs()
-}
-
-/// Runs `work` to completion on a runtime of its own, in a thread of its own: for cleanup in
-/// `Drop`, which may run inside (and block) the test's runtime.
-pub fn block_on_detached(work: impl Future<Output = ()> + Send + 'static) {
-    let _ = std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(work);
-    })
-    .join();
-}
-
-/// Deletes a test's exchanges and queues (its `topology` and `queues` of its own) from the shared
-/// broker; for `Drop`, pass or fail.
-pub fn delete_amqp_names(topology: Topology, queues: Vec<String>) {
-    block_on_detached(async move {
-        if let Ok(connection) = connect(AMQP_URL, "order-service test cleanup").await
-            && let Ok(channel) = connection.create_channel().await
-        {
-            for queue in queues {
-                let _ = channel
-                    .queue_delete(queue.as_str().into(), Default::default())
-                    .await;
-            }
-            let _ = topology.delete(&channel).await;
-            let _ = connection.close(200, "bye".into()).await;
-        }
-    });
-}
-
-/// The default AMQP settings (docs/operations/configuration.md) with every name under `prefix`, so that a test (or a chaos
-/// run) owns its exchanges and queues.
-pub fn amqp_config(prefix: &str) -> AmqpConfig {
-    AmqpConfig {
-        enabled: true,
-        inbound_exchange: format!("{prefix}.commerce.events"),
-        inbox_queue: format!("{prefix}.inbox"),
-        dead_letter_exchange: format!("{prefix}.dlx"),
-        dead_letter_queue: format!("{prefix}.dead-letter"),
-        outbound_exchange: format!("{prefix}.order-events"),
-        prefetch: 64,
-        batch_size: batch_size(),
-        batch_wait_ms: batch_wait_ms(),
-        batch_lock_wait_ms: order_service::config::DEFAULT_AMQP_BATCH_LOCK_WAIT_MS,
-        max_attempts: 10,
-        delivery_limit: order_service::config::DEFAULT_AMQP_DELIVERY_LIMIT,
-        retry_base_ms: 1_000,
-        retry_max_ms: 60_000,
-    }
-}
-
-/// The consumer's batch size for the suites: `AMQP_BATCH_SIZE` of the test's own environment
-/// if set (`AMQP_BATCH_SIZE=1 cargo test --test amqp` runs the suite one message at a time),
-/// else the service's default (docs/messaging.md "Batched consumer commits").
-pub fn batch_size() -> u16 {
-    std::env::var("AMQP_BATCH_SIZE")
-        .ok()
-        .and_then(|size| size.parse().ok())
-        .filter(|size| (1..=order_service::config::MAX_AMQP_BATCH_SIZE).contains(size))
-        .unwrap_or(order_service::config::DEFAULT_AMQP_BATCH_SIZE)
-}
-
-/// How long the suites' batches wait for more deliveries: `AMQP_BATCH_WAIT_MS` of the test's own
-/// environment if set (a longer wait fills batches where deliveries trickle in, as in the chaos
-/// checker), else the service's default.
-pub fn batch_wait_ms() -> u64 {
-    std::env::var("AMQP_BATCH_WAIT_MS")
-        .ok()
-        .and_then(|wait| wait.parse().ok())
-        .unwrap_or(order_service::config::DEFAULT_AMQP_BATCH_WAIT_MS)
-}
-
-/// The environment that gives a service process `config`'s consumer batching.
-pub fn batch_env(config: &AmqpConfig) -> [(&'static str, String); 3] {
-    [
-        ("AMQP_BATCH_SIZE", config.batch_size.to_string()),
-        ("AMQP_BATCH_WAIT_MS", config.batch_wait_ms.to_string()),
-        (
-            "AMQP_BATCH_LOCK_WAIT_MS",
-            config.batch_lock_wait_ms.to_string(),
-        ),
-    ]
-}
-
-/// Messages in `queue` that are ready for delivery (not those held unacknowledged), as a
-/// passive declare reports them.
-pub async fn ready_count(channel: &lapin::Channel, queue: &str) -> u32 {
-    let passive = lapin::options::QueueDeclareOptions {
-        passive: true,
-        ..Default::default()
-    };
-    channel
-        .queue_declare(queue.into(), passive, Default::default())
-        .await
-        .expect("passive declare")
-        .message_count()
-}
-
-/// The environment that gives a service process `config`'s exchange and queue names
-/// (docs/operations/configuration.md), for the suites that start the binary.
-pub fn topology_env(config: &AmqpConfig) -> [(&'static str, String); 5] {
-    [
-        ("AMQP_INBOUND_EXCHANGE", config.inbound_exchange.clone()),
-        ("AMQP_INBOX_QUEUE", config.inbox_queue.clone()),
-        (
-            "AMQP_DEAD_LETTER_EXCHANGE",
-            config.dead_letter_exchange.clone(),
-        ),
-        ("AMQP_DEAD_LETTER_QUEUE", config.dead_letter_queue.clone()),
-        ("AMQP_OUTBOUND_EXCHANGE", config.outbound_exchange.clone()),
-    ]
-}
-
-/// Polls `check` until it returns `Some`, or panics with `what` after `limit`. A bound on waiting
-/// for asynchronous work, not a performance assertion.
-pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            start.elapsed() < limit,
-            "gave up waiting for {what} after {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Where [`free_port`] draws the ports of what a test starts (servers, nodes, instances).
-const FREE_PORTS: std::ops::Range<u16> = 20_000..32_000;
-
-/// A port nothing listens on, drawn below the kernel's ephemeral range (32768 and up on Linux):
-/// a port from that range, released for a node to bind later, may meanwhile become the local
-/// end of some outgoing connection on the machine, and the node would fail to start.
-pub fn free_port() -> u16 {
-    loop {
-        let port = FREE_PORTS.start
-            + (getrandom::u32().expect("randomness") % u32::from(FREE_PORTS.end - FREE_PORTS.start))
-                as u16;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() && taken(port) {
-            return port;
-        }
-    }
-}
-
-/// Takes `port` for this test if no other caller of [`free_port`] in this process has.
-fn taken(port: u16) -> bool {
-    static TAKEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut taken = TAKEN.lock().expect("ports");
-    if taken.contains(&port) {
-        return false;
-    }
-    taken.push(port);
-    true
 }
