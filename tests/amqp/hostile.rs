@@ -1,5 +1,5 @@
 //! What a publisher can send through the exchange any publisher reaches, written byte by byte
-//! (`raw_amqp.rs`), and what must become of it (docs/hostile-input.md): headers nested to
+//! (`raw_amqp/`), and what must become of it (docs/hostile-input.md): headers nested to
 //! the deepest a frame can carry, a short string that is not UTF-8, an oversized header the
 //! service used to copy. Each ends parked with its reason, the consumer never reconnects, and a
 //! valid order placed and paid right behind them is applied meanwhile.
