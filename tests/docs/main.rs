@@ -286,6 +286,9 @@ const NAMED_FROM: &[&str] = &["", "src"];
 /// Code spans that look like paths under a folder of ours but are not: OTLP protocol names.
 const NOT_PATHS: &[&str] = &["http/protobuf", "http/json"];
 
+/// Folders a build or CI makes, which a fresh clone does not have yet.
+const MADE_BY_BUILDS: &[&str] = &["target", "node_modules"];
+
 /// A code span that names a file or folder of the repository: a path with a `/`, nothing that
 /// is a pattern, a command or a URL, and a first part that is a folder here (as written or under
 /// `src/`). Its `:line` or `#anchor` suffix is dropped.
@@ -303,6 +306,9 @@ fn named_path(span: &str) -> Option<&str> {
         return None;
     }
     let first = path.split('/').next()?;
+    if MADE_BY_BUILDS.contains(&first) {
+        return None;
+    }
     let root = repository();
     NAMED_FROM
         .iter()
