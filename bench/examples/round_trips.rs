@@ -107,11 +107,7 @@ async fn measure(postgres: &PrivatePostgres, scale: Scale, clients: usize) -> an
     let prefix = format!("round-trips-{}", &Uuid::new_v4().simple().to_string()[..8]);
     config.database_url = url;
     config.http_addr = "127.0.0.1:0".parse()?;
-    config.amqp.inbound_exchange = format!("{prefix}.commerce.events");
-    config.amqp.inbox_queue = format!("{prefix}.inbox");
-    config.amqp.dead_letter_exchange = format!("{prefix}.dlx");
-    config.amqp.dead_letter_queue = format!("{prefix}.dead-letter");
-    config.amqp.outbound_exchange = format!("{prefix}.events");
+    config.amqp = config.amqp.named_under(&prefix);
     let topology = Topology::from_config(&config.amqp);
     let shutdown = CancellationToken::new();
     let service = Service::build(config, &shutdown).await?;

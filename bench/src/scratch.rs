@@ -150,13 +150,9 @@ impl Scratch {
         // Only the names are the run's own; every other setting is the service's default.
         let config = AmqpConfig {
             enabled: true,
-            inbound_exchange: format!("{prefix}.commerce.events"),
-            inbox_queue: format!("{prefix}.inbox"),
-            dead_letter_exchange: format!("{prefix}.dlx"),
-            dead_letter_queue: format!("{prefix}.dead-letter"),
-            outbound_exchange: format!("{prefix}.order-events"),
             ..AmqpConfig::default()
-        };
+        }
+        .named_under(&prefix);
         let topology = Topology::from_config(&config);
         if let Ok(mut all) = self.topologies.lock() {
             all.push(topology.clone());

@@ -107,6 +107,19 @@ impl Default for AmqpConfig {
 }
 
 impl AmqpConfig {
+    /// The same settings with every exchange and queue name under `prefix`: what a test or a
+    /// benchmark run owns, apart from any other on the same broker.
+    pub fn named_under(self, prefix: &str) -> Self {
+        Self {
+            inbound_exchange: format!("{prefix}.commerce.events"),
+            inbox_queue: format!("{prefix}.inbox"),
+            dead_letter_exchange: format!("{prefix}.dlx"),
+            dead_letter_queue: format!("{prefix}.dead-letter"),
+            outbound_exchange: format!("{prefix}.order-events"),
+            ..self
+        }
+    }
+
     /// [`AmqpConfig::batch_wait_ms`] as a duration.
     pub fn batch_wait(&self) -> Duration {
         Duration::from_millis(self.batch_wait_ms)

@@ -59,11 +59,6 @@ pub async fn declare_subscriber(channel: &lapin::Channel, queue: &str, exchange:
 pub fn amqp_config(prefix: &str) -> AmqpConfig {
     AmqpConfig {
         enabled: true,
-        inbound_exchange: format!("{prefix}.commerce.events"),
-        inbox_queue: format!("{prefix}.inbox"),
-        dead_letter_exchange: format!("{prefix}.dlx"),
-        dead_letter_queue: format!("{prefix}.dead-letter"),
-        outbound_exchange: format!("{prefix}.order-events"),
         prefetch: 64,
         batch_size: batch_size(),
         batch_wait_ms: batch_wait_ms(),
@@ -72,7 +67,9 @@ pub fn amqp_config(prefix: &str) -> AmqpConfig {
         delivery_limit: order_service::config::DEFAULT_AMQP_DELIVERY_LIMIT,
         retry_base_ms: 1_000,
         retry_max_ms: 60_000,
+        ..AmqpConfig::default()
     }
+    .named_under(prefix)
 }
 
 /// The consumer's batch size for the suites: `AMQP_BATCH_SIZE` of the test's own environment
