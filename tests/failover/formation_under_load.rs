@@ -82,7 +82,9 @@ async fn the_service_follows_the_primary_of_a_formation_through_a_kill_a_switcho
     let mut clients = JoinSet::new();
     for client in 0..REST_CLIENTS {
         let (load, port) = (load.clone(), service.port);
-        clients.spawn(async move { load::rest_client(&load, vec![port], client).await });
+        clients.spawn(async move {
+            load::rest_client(&load, load::Rotation::of(vec![port]), client).await
+        });
     }
     let publisher = {
         let load = load.clone();
@@ -101,9 +103,11 @@ async fn the_service_follows_the_primary_of_a_formation_through_a_kill_a_switcho
     .await;
     pool.close().await;
 
-    // (a) The primary's machine dies.
-    let killed = Instant::now();
+    // (a) The primary's machine dies. Each fault's instant is taken once its signal has been
+    // sent: finding the node's processes and running `kill` takes a few milliseconds, in which
+    // a request sent "after the fault" could still be answered by the old primary.
     formation.kill(primary);
+    let killed = Instant::now();
     let after_kill = resumed(&load, killed).await;
     let probe_after_kill = probe(&load, &formation, killed).await;
     let not_ready_after_kill = readiness.not_ready_between(killed, killed + after_kill);
@@ -123,8 +127,8 @@ async fn the_service_follows_the_primary_of_a_formation_through_a_kill_a_switcho
 
     // (c) The primary freezes for 30 s.
     formation.await_healthy().await;
-    let frozen = Instant::now();
     formation.freeze(primary);
+    let frozen = Instant::now();
     let after_freeze = resumed(&load, frozen).await;
     let probe_after_freeze = probe(&load, &formation, frozen).await;
     tokio::time::sleep_until((frozen + FREEZE).into()).await;
