@@ -23,6 +23,10 @@ COPY --from=planner /app/recipe.json recipe.json
 COPY vendor vendor
 RUN cargo chef cook --release --locked --recipe-path recipe.json --package order-service --bin order-service
 COPY . .
+# The build context has no `.git` (.dockerignore): the commit is given as a build argument, e.g.
+# `--build-arg ORDER_SERVICE_REVISION=$(git rev-parse --short=12 HEAD)`, else `unknown`
+# (docs/operations/upgrading.md "Which release is running").
+ARG ORDER_SERVICE_REVISION=unknown
 RUN cargo build --release --locked --package order-service --bin order-service
 
 # Run: a slim image with the binary only (migrations are embedded in it).

@@ -3,7 +3,7 @@
 //! Layers, outermost first: two doors, [`http`] (the REST API) and [`amqp`] (the consumer of
 //! inbound events, and the outbox relay that publishes outbound ones), both call [`app`], which
 //! owns transactions and outcomes; [`store`] holds all SQL; [`domain`] is pure. [`auth`] knows the
-//! API's clients; [`health`] carries the readiness of background components. [`startup`] wires
+//! API's clients; [`health`] carries the readiness of background components; [`release`] names the build. [`startup`] wires
 //! them together from [`config`] into a [`startup::Service`]; [`telemetry`] sets up logs,
 //! traces and metrics; [`expiry_sweep`] cancels orders left unpaid too long; [`cli`] is the operators' command
 //! line for parked dead letters; both doors read what clients send through [`strict_json`].
@@ -21,6 +21,7 @@ pub mod domain;
 pub mod expiry_sweep;
 pub mod health;
 pub mod http;
+pub mod release;
 pub mod startup;
 pub mod store;
 pub mod strict_json;

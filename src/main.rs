@@ -23,7 +23,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[derive(Parser)]
 #[command(
     name = "order-service",
-    version,
+    version = order_service::release::DESCRIPTION,
     about = "Owns the lifecycle of orders and the money paid for them"
 )]
 struct Cli {

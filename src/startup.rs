@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::domain::ReplayRoutes;
 use crate::health::Readiness;
 use crate::http::{self, ApiState, ConnectionLimits, HttpSettings, OpenPaths};
-use crate::{expiry_sweep, store, telemetry};
+use crate::{expiry_sweep, release, store, telemetry};
 
 /// The running process: what `order-service serve` starts. Tests build one on port 0.
 pub struct Service {
@@ -39,6 +39,11 @@ impl Service {
     /// address), prepares the database (waiting for Postgres if it is not up yet), then binds
     /// the listener.
     pub async fn build(config: Config, shutdown: &CancellationToken) -> anyhow::Result<Self> {
+        tracing::info!(
+            version = release::VERSION,
+            revision = release::REVISION,
+            "starting"
+        );
         let http_settings = http_settings(&config)?;
         let database = store::database(&config.database_url, config.lock_timeout())
             .context("DATABASE_URL is not a valid Postgres URL")?;
@@ -83,6 +88,7 @@ impl Service {
             metrics: telemetry::metrics(),
             readiness,
         };
+        release::export_build_info();
         let listener = TcpListener::bind(config.http_addr)
             .await
             .with_context(|| format!("cannot listen on {}", config.http_addr))?;

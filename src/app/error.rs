@@ -73,6 +73,7 @@ impl From<StoreError> for AppError {
             e @ (StoreError::Contended(_)
             | StoreError::Corrupt { .. }
             | StoreError::Migrate(_)
+            | StoreError::IncompatibleSchema { .. }
             | StoreError::Unexpected(_)) => AppError::Unexpected(e),
         }
     }

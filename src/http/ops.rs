@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 
 use super::problem::Problem;
 use super::state::ApiState;
-use crate::health;
+use crate::{health, release};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
@@ -30,11 +30,29 @@ pub(super) fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(metrics))
 }
 
-/// The process is up.
+/// The process is up, and which release it runs (docs/operations/upgrading.md "Which release is
+/// running").
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Live {
+    #[schema(example = "ok")]
+    pub status: &'static str,
+    /// The package version, as the CHANGELOG names releases.
+    #[schema(example = "0.3.0")]
+    pub version: &'static str,
+    /// The source revision the binary was built from (12 hex digits), or `unknown`.
+    #[schema(example = "1a2b3c4d5e6f")]
+    pub revision: &'static str,
+}
+
+/// The process is up; which release it runs.
 #[utoipa::path(get, path = "/health/live", tag = "ops",
-    responses((status = 200, description = "The process is up", body = Health)))]
-pub async fn live() -> axum::Json<Health> {
-    axum::Json(Health { status: "ok" })
+    responses((status = 200, description = "The process is up; its release", body = Live)))]
+pub async fn live() -> axum::Json<Live> {
+    axum::Json(Live {
+        status: "ok",
+        version: release::VERSION,
+        revision: release::REVISION,
+    })
 }
 
 /// Postgres (and RabbitMQ, when the AMQP side is on) are reachable; no component is stalled.

@@ -22,6 +22,21 @@ pub enum StoreError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The schema holds a migration this release does not know (a newer release applied it)
+    /// that is not declared compatible with this release (`migrations.rs`).
+    #[error(
+        "the database was migrated by a newer release: migration {migration} is not one this \
+         release knows (its newest is {knows}) and {}; run a release that knows it",
+        match needs {
+            Some(needs) => format!("it needs a release that knows migration {needs}"),
+            None => "it is not declared compatible with older releases".to_owned(),
+        }
+    )]
+    IncompatibleSchema {
+        migration: i64,
+        needs: Option<i64>,
+        knows: i64,
+    },
     #[error("migrating the database failed")]
     Migrate(#[source] sqlx::migrate::MigrateError),
     #[error("unexpected database error")]

@@ -11,6 +11,7 @@ pub mod dead_letters;
 mod error;
 pub mod failover;
 pub mod keys;
+pub mod migrations;
 pub mod order_changes;
 pub mod orders;
 pub mod outbox;
@@ -147,12 +148,7 @@ pub async fn prepare_database(options: &PgConnectOptions) -> Result<(), StoreErr
     Ok(())
 }
 
-pub async fn migrate(conn: &mut sqlx::PgConnection) -> Result<(), StoreError> {
-    sqlx::migrate!("./migrations")
-        .run(conn)
-        .await
-        .map_err(StoreError::Migrate)
-}
+pub use migrations::migrate;
 
 /// Whether Postgres answers and a transaction there may write (`transaction_read_only` is
 /// `off`): `false` on a standby, or on a primary demoted or turned read-only during a failover.

@@ -9,6 +9,8 @@
 //!   cleanup;
 //! - [`service`]: the service's binary as a process, and [`http`], a minimal client for it;
 //! - [`load`]: a steady load through both doors, and the check of what it left once settled;
+//! - [`previous_release`]: the previous release's binary, built from the commit the repository
+//!   names, for the upgrade tests;
 //! - [`eventually`] and [`free_port`].
 //!
 //! A library rather than a module each suite includes: every suite uses a different part, and
@@ -19,6 +21,7 @@ pub mod http;
 pub mod load;
 mod ports;
 mod postgres_relay;
+pub mod previous_release;
 pub mod private_postgres;
 pub mod proxy;
 pub mod service;

@@ -136,7 +136,9 @@ async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_
     let mut clients = JoinSet::new();
     for client in 0..REST_CLIENTS {
         let (load, ports) = (load.clone(), ports.clone());
-        clients.spawn(async move { load::rest_client(&load, ports, client).await });
+        clients.spawn(
+            async move { load::rest_client(&load, load::Rotation::of(ports), client).await },
+        );
     }
     // Published through the first node, moving on only when it is gone.
     let nodes: Vec<String> = cluster.nodes.iter().map(|n| n.amqp_url()).collect();

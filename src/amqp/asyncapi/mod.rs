@@ -136,6 +136,10 @@ fn description() -> String {
          `x-error-reason`. Outbound, every change of an order is published at least once, \
          persistent, with publisher confirms, `message_id` = `event_id` and `data` = the order \
          as the REST API shows it.\n\n\
+         What a release may change: an outbound message may gain fields, never lose or change \
+         one, so a subscriber ignores fields it does not know; an inbound message is read \
+         strictly (an unknown field is refused and dead-lettered), so a publisher sends a new \
+         field only once every instance runs a release that accepts it.\n\n\
          The REST API is documented at [/docs](/docs)."
     )
 }

@@ -189,8 +189,38 @@ pub async fn publish(load: &Load, nodes: Vec<String>) {
     publisher.close().await;
 }
 
+/// The instances a load balancer sends requests to: the ports in rotation now. A test takes an
+/// instance out before stopping it, as a load balancer does when it deregisters one.
+#[derive(Debug)]
+pub struct Rotation(Mutex<Vec<u16>>);
+
+impl Rotation {
+    pub fn of(ports: Vec<u16>) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self(Mutex::new(ports)))
+    }
+
+    pub fn add(&self, port: u16) {
+        self.0.lock().expect("rotation").push(port);
+    }
+
+    pub fn remove(&self, port: u16) {
+        self.0.lock().expect("rotation").retain(|p| *p != port);
+    }
+
+    pub fn ports(&self) -> Vec<u16> {
+        self.0.lock().expect("rotation").clone()
+    }
+
+    /// The `n`-th instance in rotation, round-robin.
+    fn pick(&self, n: usize) -> u16 {
+        let ports = self.0.lock().expect("rotation");
+        assert!(!ports.is_empty(), "no instance in rotation");
+        ports[n % ports.len()]
+    }
+}
+
 /// One REST client: orders placed and paid in two halves, until `stop`.
-pub async fn rest_client(load: &Load, ports: Vec<u16>, first: usize) {
+pub async fn rest_client(load: &Load, ports: std::sync::Arc<Rotation>, first: usize) {
     let mut next = first;
     while !load.stop.is_cancelled() {
         let order = Uuid::new_v4();
@@ -243,7 +273,7 @@ pub async fn rest_client(load: &Load, ports: Vec<u16>, first: usize) {
 /// same key; any other answer is a refusal, recorded, and the client moves on.
 async fn post(
     load: &Load,
-    ports: &[u16],
+    ports: &Rotation,
     next: &mut usize,
     path: &str,
     key: &str,
@@ -251,7 +281,7 @@ async fn post(
 ) {
     let body = body.to_string();
     loop {
-        let port = ports[*next % ports.len()];
+        let port = ports.pick(*next);
         *next += 1;
         let tally = &load.tally;
         tally.requests.fetch_add(1, Ordering::Relaxed);
@@ -266,7 +296,13 @@ async fn post(
                 acknowledged.push((sent, answered));
                 return;
             }
-            Ok((409 | 503, _)) | Err(_) => {}
+            Ok((409, _)) => {}
+            Ok((503, _)) => {
+                tally.unavailable.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                tally.connection_failures.fetch_add(1, Ordering::Relaxed);
+            }
             Ok((500, _)) => {
                 tally.server_errors.fetch_add(1, Ordering::Relaxed);
             }

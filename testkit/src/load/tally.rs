@@ -20,6 +20,10 @@ pub struct Tally {
     pub retried_requests: AtomicU64,
     /// Answers 500: never expected, even while nodes die.
     pub server_errors: AtomicU64,
+    /// Answers 503 (retried): the service said it could not take the request now.
+    pub unavailable: AtomicU64,
+    /// Requests that got no answer (retried): refused or dropped connections.
+    pub connection_failures: AtomicU64,
     pub requests_in_flight: AtomicI64,
     /// Every request answered with a success: when it was sent and when the answer came.
     pub acknowledged: Mutex<Vec<(Instant, Instant)>>,

@@ -1,0 +1,136 @@
+//! The schema's migrations, and whether this release may run on a schema that a newer release
+//! has migrated (docs/operations/upgrading.md "Migrations both releases survive").
+//!
+//! A migration this release does not know is one a newer release applied. It runs beside it only
+//! if that migration is declared compatible: the newer release's migration writes a row of
+//! `schema_compatibility` naming the oldest migration a release must know to keep working with
+//! it applied. Anything else (no row, or a row asking for a migration newer than this release's
+//! last) refuses to start with [`StoreError::IncompatibleSchema`], naming the migration, instead
+//! of sqlx's "previously applied but is missing". The check and the migration run under the
+//! migrator's advisory lock, so a newer release cannot migrate in between.
+
+use sqlx::PgConnection;
+use sqlx::migrate::{Migrate, Migrator};
+
+use super::StoreError;
+
+/// This release's migrations, embedded in the binary.
+fn migrator() -> Migrator {
+    sqlx::migrate!("./migrations")
+}
+
+/// The newest migration this release knows.
+pub fn latest_known() -> i64 {
+    migrator().iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// A migration this release does not know, as the schema declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unknown {
+    pub migration: i64,
+    /// The oldest migration a release must know to run with this one applied; `None` when no
+    /// release declared it compatible.
+    pub oldest_compatible: Option<i64>,
+}
+
+/// Applies this release's migrations that are not applied yet; on a schema a newer release has
+/// migrated, first checks that every migration it does not know is declared compatible with it.
+pub async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
+    conn.lock().await.map_err(StoreError::Migrate)?;
+    let checked = check_then_migrate(conn).await;
+    // The lock is the session's: it goes with the connection if unlocking fails.
+    let unlocked = conn.unlock().await.map_err(StoreError::Migrate);
+    checked.and(unlocked)
+}
+
+async fn check_then_migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
+    let unknown = unknown_migrations(conn).await?;
+    let knows = latest_known();
+    if let Some(refused) = unknown.iter().find(|u| !compatible(u, knows)) {
+        return Err(StoreError::IncompatibleSchema {
+            migration: refused.migration,
+            needs: refused.oldest_compatible,
+            knows,
+        });
+    }
+    let mut migrator = migrator();
+    // Only the migrations checked above may be missing from this release.
+    migrator.set_ignore_missing(!unknown.is_empty());
+    migrator.run(conn).await.map_err(StoreError::Migrate)
+}
+
+/// Whether a release whose newest migration is `knows` may run with `unknown` applied.
+pub fn compatible(unknown: &Unknown, knows: i64) -> bool {
+    unknown
+        .oldest_compatible
+        .is_some_and(|oldest| oldest <= knows)
+}
+
+/// The applied migrations this release does not know, with what the schema declares of each.
+async fn unknown_migrations(conn: &mut PgConnection) -> Result<Vec<Unknown>, StoreError> {
+    let tables: (bool, bool) = sqlx::query_as(
+        "SELECT to_regclass('_sqlx_migrations') IS NOT NULL, \
+                to_regclass('schema_compatibility') IS NOT NULL",
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let (migrated, declared) = tables;
+    if !migrated {
+        return Ok(vec![]);
+    }
+    let known: Vec<i64> = migrator().iter().map(|m| m.version).collect();
+    let applied: Vec<i64> = sqlx::query_scalar(
+        "SELECT version FROM _sqlx_migrations WHERE NOT (version = ANY($1)) ORDER BY version",
+    )
+    .bind(&known)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut unknown = Vec::with_capacity(applied.len());
+    for migration in applied {
+        let oldest_compatible = if declared {
+            sqlx::query_scalar(
+                "SELECT oldest_compatible FROM schema_compatibility WHERE migration = $1",
+            )
+            .bind(migration)
+            .fetch_optional(&mut *conn)
+            .await?
+        } else {
+            None
+        };
+        unknown.push(Unknown {
+            migration,
+            oldest_compatible,
+        });
+    }
+    Ok(unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_migration_is_compatible_only_when_declared_for_a_release_as_old_or_older() {
+        let declared = |oldest| Unknown {
+            migration: 20991231000000,
+            oldest_compatible: oldest,
+        };
+        let knows = 20261124000001;
+        assert!(compatible(&declared(Some(20261124000001)), knows));
+        assert!(compatible(&declared(Some(20261121000001)), knows));
+        assert!(!compatible(&declared(Some(20261124000002)), knows));
+        assert!(!compatible(&declared(None), knows));
+    }
+
+    #[test]
+    fn the_latest_known_migration_is_the_newest_file() {
+        let newest = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+            .expect("migrations/")
+            .filter_map(|entry| {
+                let name = entry.ok()?.file_name().into_string().ok()?;
+                name.split('_').next()?.parse::<i64>().ok()
+            })
+            .max();
+        assert_eq!(Some(latest_known()), newest);
+    }
+}
