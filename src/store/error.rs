@@ -25,15 +25,19 @@ pub enum StoreError {
     /// The schema holds a migration this release does not know (a newer release applied it)
     /// that is not declared compatible with this release (`migrations.rs`).
     #[error(
-        "the database was migrated by a newer release: migration {migration} is not one this \
-         release knows (its newest is {knows}) and {}; run a release that knows it",
+        "the database was migrated by a newer release: migration {migration}{} is not one this \
+         release knows (its newest is {knows}) and {}; run {}",
+        release.as_ref().map(|r| format!(" (release {r})")).unwrap_or_default(),
         match needs {
             Some(needs) => format!("it needs a release that knows migration {needs}"),
             None => "it is not declared compatible with older releases".to_owned(),
-        }
+        },
+        release.as_ref().map_or("a release that knows it".to_owned(), |r| format!("release {r} or later")),
     )]
     IncompatibleSchema {
         migration: i64,
+        /// The release that added the migration, where the schema says.
+        release: Option<String>,
         needs: Option<i64>,
         knows: i64,
     },

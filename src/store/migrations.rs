@@ -31,6 +31,8 @@ pub struct Unknown {
     /// The oldest migration a release must know to run with this one applied; `None` when no
     /// release declared it compatible.
     pub oldest_compatible: Option<i64>,
+    /// The release that added it, where the schema says (from 0.3.0 on).
+    pub release: Option<String>,
 }
 
 /// Applies this release's migrations that are not applied yet; on a schema a newer release has
@@ -49,6 +51,7 @@ async fn check_then_migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
     if let Some(refused) = unknown.iter().find(|u| !compatible(u, knows)) {
         return Err(StoreError::IncompatibleSchema {
             migration: refused.migration,
+            release: refused.release.clone(),
             needs: refused.oldest_compatible,
             knows,
         });
@@ -87,9 +90,12 @@ async fn unknown_migrations(conn: &mut PgConnection) -> Result<Vec<Unknown>, Sto
     .await?;
     let mut unknown = Vec::with_capacity(applied.len());
     for migration in applied {
-        let oldest_compatible = if declared {
-            sqlx::query_scalar(
-                "SELECT oldest_compatible FROM schema_compatibility WHERE migration = $1",
+        // The row as JSON: a release reads the columns it knows of, and one that a later
+        // release added (`release`, 0.3.0) is absent, not an error, on an older schema.
+        let declaration: Option<(i64, Option<String>)> = if declared {
+            sqlx::query_as(
+                "SELECT oldest_compatible, to_jsonb(c) ->> 'release' \
+                 FROM schema_compatibility c WHERE migration = $1",
             )
             .bind(migration)
             .fetch_optional(&mut *conn)
@@ -97,9 +103,11 @@ async fn unknown_migrations(conn: &mut PgConnection) -> Result<Vec<Unknown>, Sto
         } else {
             None
         };
+        let (oldest_compatible, release) = declaration.unzip();
         unknown.push(Unknown {
             migration,
             oldest_compatible,
+            release: release.flatten(),
         });
     }
     Ok(unknown)
@@ -114,6 +122,7 @@ mod tests {
         let declared = |oldest| Unknown {
             migration: 20991231000000,
             oldest_compatible: oldest,
+            release: None,
         };
         let knows = 20261124000001;
         assert!(compatible(&declared(Some(20261124000001)), knows));

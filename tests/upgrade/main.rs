@@ -5,5 +5,5 @@
 //! it, under REST and AMQP load, lose, double and refuse nothing (`rolling.rs`).
 
 mod migration_rules;
-
+mod rolling;
 mod schema;

@@ -30,16 +30,22 @@ async fn a_release_runs_on_a_newer_schema_only_when_the_newer_release_declared_i
     );
 
     let knows = latest_known();
-    sqlx::query("INSERT INTO schema_compatibility (migration, oldest_compatible) VALUES ($1, $2)")
-        .bind(NEWER)
-        .bind(knows + 1)
-        .execute(&db.pool)
-        .await
-        .expect("declare it for newer releases only");
+    sqlx::query(
+        "INSERT INTO schema_compatibility (migration, oldest_compatible, release) \
+         VALUES ($1, $2, '9.9.9')",
+    )
+    .bind(NEWER)
+    .bind(knows + 1)
+    .execute(&db.pool)
+    .await
+    .expect("declare it for newer releases only");
     let too_new = migrate(&db.url);
     refused(
         &too_new,
-        &format!("it needs a release that knows migration {}", knows + 1),
+        &format!(
+            "it needs a release that knows migration {}; run release 9.9.9 or later",
+            knows + 1
+        ),
     );
 
     sqlx::query("UPDATE schema_compatibility SET oldest_compatible = $2 WHERE migration = $1")
@@ -83,8 +89,13 @@ fn refused(output: &Output, why: &str) {
     assert!(!output.status.success(), "it started: {stderr}");
     assert!(
         stderr.contains(&format!(
-            "the database was migrated by a newer release: migration {NEWER} is not one this \
-             release knows (its newest is {})",
+            "the database was migrated by a newer release: migration {NEWER}"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "is not one this release knows (its newest is {})",
             latest_known()
         )),
         "{stderr}"
