@@ -7,6 +7,8 @@ machine's toolchain standing in for the stages' base images:
 - `FROM <image|stage> [AS name]`: a fresh, empty root for an image; a copy of that stage's
   root for an earlier stage.
 - `WORKDIR <dir>`, `ENV K=V ...` / `ENV K V`: kept per stage, inherited through `FROM <stage>`.
+- `ARG K[=default]`: no `--build-arg` is given here, so the default (if any) is in the
+  environment of the stage's later `RUN`s, as in `docker build` (not inherited, as in Docker).
 - `COPY [--from=<stage>] <src>... <dest>`: from the build context (the repository filtered by
   `.dockerignore`) or from an earlier stage's root; a directory's contents are copied, with
   their modification times, as Docker does.
@@ -121,6 +123,7 @@ class Stage:
     def __init__(self, name, root, workdir="/", env=None):
         self.name, self.root, self.workdir = name, root, workdir
         self.env = dict(env or {})
+        self.args = {}
 
     def host(self, container_path):
         """A container path of this stage, on the host."""
@@ -165,7 +168,7 @@ def run(stage, command):
     # A host's own target directory setting would send the build elsewhere than the image's.
     redirects = ("CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR")
     host = {k: v for k, v in os.environ.items() if k not in redirects}
-    env = dict(host, **stage.env, CARGO_INSTALL_ROOT=str(INSTALL_ROOT))
+    env = {**host, **stage.env, **stage.args, "CARGO_INSTALL_ROOT": str(INSTALL_ROOT)}
     env["PATH"] = f"{INSTALL_ROOT / 'bin'}:{env['PATH']}"
     argv = ["bash", "-c", command]
     if command.lstrip().startswith("["):  # exec form: RUN ["program", "arg"]
@@ -232,6 +235,10 @@ def check(dockerfile):
                     stage.env[pairs[0]] = arguments.split(None, 1)[1]
                 else:
                     stage.env.update(p.split("=", 1) for p in pairs)
+            elif keyword == "ARG":
+                name, _, default = arguments.strip().partition("=")
+                if default:
+                    stage.args[name] = default
             elif keyword == "COPY":
                 if "from" in options:
                     source_stage = stages.get(options["from"])

@@ -83,6 +83,13 @@ impl Instance {
             .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
     }
 
+    /// The last `lines` lines of the instance's log: what to show when it failed.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
     /// `Some` if `/health/ready` answers 200 now: a condition for `eventually`.
     pub async fn is_ready_now(&self) -> Option<()> {
         matches!(http::get(self.port, "/health/ready").await, Ok((200, _))).then_some(())

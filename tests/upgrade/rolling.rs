@@ -66,7 +66,7 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
 
     // 1. The previous release alone.
     let mut old = start(&previous, 0);
-    ready(&old).await;
+    ready(&mut old).await;
     assert_eq!(
         release_of(&old).await,
         recorded.version,
@@ -88,7 +88,7 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
 
     // 2. The upgrade: N beside N−1 (it migrates), then N−1 out.
     let mut new = start(current, 1);
-    ready(&new).await;
+    ready(&mut new).await;
     assert_eq!(release_of(&new).await, order_service::release::VERSION);
     rotation.add(new.port);
     progress(&load, "the load on both releases").await;
@@ -99,7 +99,7 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
 
     // 3. The rollback: N−1 again, on the schema N migrated, then N out.
     let mut back = start(&previous, 2);
-    ready(&back).await;
+    ready(&mut back).await;
     rotation.add(back.port);
     progress(&load, "the load on both releases again").await;
     rotation.remove(new.port);
@@ -206,14 +206,25 @@ async fn discard_on(instance: &Instance, db: &TestDb, id: Uuid) {
     assert_eq!(now, "discarded");
 }
 
-async fn ready(instance: &Instance) {
-    eventually("an instance to be ready", GIVE_UP, || {
-        instance.is_ready_now()
-    })
-    .await;
+/// Waits for `instance` to be ready; fails at once, with its log, if it exits first (a release
+/// refusing the schema does).
+async fn ready(instance: &mut Instance) {
+    let deadline = Instant::now() + GIVE_UP;
+    while instance.is_ready_now().await.is_none() {
+        assert!(
+            instance.is_running(),
+            "the instance exited before it was ready:\n{}",
+            instance.log_tail(5)
+        );
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for an instance to be ready after {GIVE_UP:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
-/// The version `/health/live` reports. The previous release may predate the field: then "".
+/// The version `/health/live` reports ("" from a release before 0.2.0, which did not).
 async fn release_of(instance: &Instance) -> String {
     let (status, body) = http::get(instance.port, "/health/live")
         .await
@@ -233,6 +244,7 @@ async fn progress(load: &Load, what: &str) {
     .await;
 }
 
+/// Where the instances write their logs: removed when the test passes, kept when it fails.
 fn tempdir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("{name}-upgrade"));
     std::fs::create_dir_all(&dir).expect("a directory for the instances' logs");
