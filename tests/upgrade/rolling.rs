@@ -7,8 +7,8 @@
 //! 3. rollback: N−1 starts again, beside N, on the schema N migrated; N leaves and stops.
 //!
 //! Both releases consume one inbox and publish one outbox meanwhile, so each settles retries
-//! and publishes events the other wrote; a message parked by N is shown and discarded by N−1
-//! after the rollback.
+//! and publishes events the other wrote; a message parked by N−1 is shown and discarded by N,
+//! and one parked by N by N−1 after the rollback.
 //!
 //! Between steps the load must make progress. At the end: no request failed except with a
 //! retryable 503 (no 500, no refusal, no dropped connection), every acknowledged write is kept
@@ -85,6 +85,7 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
         tokio::spawn(async move { load::publish(&load, vec![AMQP_URL.to_owned()]).await })
     };
     progress(&load, "the load under the previous release").await;
+    let parked_by_old = park_a_poison_message(&db, &topology.inbound_exchange).await;
 
     // 2. The upgrade: N beside N−1 (it migrates), then N−1 out.
     let mut new = start(current, 1);
@@ -95,7 +96,8 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
     rotation.remove(old.port);
     old.stop().await;
     progress(&load, "the load on the new release alone").await;
-    let parked = park_a_poison_message(&db, &topology.inbound_exchange).await;
+    discard_on(&new, &db, parked_by_old).await;
+    let parked_by_new = park_a_poison_message(&db, &topology.inbound_exchange).await;
 
     // 3. The rollback: N−1 again, on the schema N migrated, then N out.
     let mut back = start(&previous, 2);
@@ -105,7 +107,7 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
     rotation.remove(new.port);
     new.stop().await;
     progress(&load, "the load on the previous release after the rollback").await;
-    discard_on(&back, &db, parked).await;
+    discard_on(&back, &db, parked_by_new).await;
 
     // The load ends; everything it asked for settles, on the previous release.
     load.stop.cancel();
