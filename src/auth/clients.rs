@@ -76,6 +76,13 @@ impl Scopes {
         self.0 == 0
     }
 
+    /// The scopes in the set, in [`Scope::ALL`]'s order.
+    pub fn iter(self) -> impl Iterator<Item = Scope> {
+        Scope::ALL
+            .into_iter()
+            .filter(move |scope| self.contains(*scope))
+    }
+
     /// Parses `orders:read,orders:write` (`+` also separates).
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut scopes = Scopes::default();

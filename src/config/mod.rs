@@ -59,10 +59,12 @@ pub const DEFAULT_AMQP_DELIVERY_LIMIT: u32 = 20;
 pub const DEFAULT_AMQP_RETRY_BASE_MS: u64 = 1_000;
 pub const DEFAULT_AMQP_RETRY_MAX_MS: u64 = 60_000;
 
-pub const DEFAULT_OPEN_PATHS: [&str; 5] = [
+pub const DEFAULT_OPEN_PATHS: [&str; 6] = [
     "/health",
     "/metrics",
     "/docs",
+    // The console's page and assets: static, no data (the page calls /v1 with a token).
+    "/console",
     "/openapi.json",
     "/asyncapi.json",
 ];

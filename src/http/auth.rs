@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::extract::Caller;
+use super::extract::{Caller, CallerScopes};
 use super::problem::Problem;
 use crate::auth::{AuthMode, Client, Scope};
 use crate::config::DEFAULT_OPEN_PATHS;
@@ -28,13 +28,16 @@ pub(super) fn is_api_path(path: &str) -> bool {
 
 /// The scope a request needs: everything under `/v1/dead-letters` needs `orders:admin` (dead
 /// letters hold every publisher's messages, and replaying one changes orders); other reads under
-/// `/v1` need `orders:read`, everything else there `orders:write`. Outside `/v1` (and outside the
-/// open paths) a valid token is enough.
+/// `/v1` need `orders:read`, everything else there `orders:write`; `/v1/me` (who the caller is)
+/// none. Outside `/v1` (and outside the open paths) a valid token is enough.
 pub(super) fn required_scope(method: &Method, path: &str) -> Option<Scope> {
     if !is_api_path(path) {
         return None;
     }
-    if path == "/v1/dead-letters" || path.starts_with("/v1/dead-letters/") {
+    if path == "/v1/me" {
+        // Who the caller is: any authenticated client may ask.
+        None
+    } else if path == "/v1/dead-letters" || path.starts_with("/v1/dead-letters/") {
         Some(Scope::OrdersAdmin)
     } else if method == Method::GET || method == Method::HEAD {
         Some(Scope::OrdersRead)
@@ -133,6 +136,7 @@ pub(super) async fn authenticate(
     }
     match guard.admit(request.method(), request.uri().path(), request.headers()) {
         Ok(client) => {
+            request.extensions_mut().insert(CallerScopes(client.scopes));
             request.extensions_mut().insert(Caller(client.id));
             next.run(request).await
         }

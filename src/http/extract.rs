@@ -198,6 +198,28 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ListQuery<T> {
 #[derive(Debug, Clone)]
 pub struct Caller(pub ClientId);
 
+/// The scopes of the client making the request, set beside [`Caller`] by the authentication
+/// middleware (every scope when the API runs open). Absent means the middleware did not run,
+/// and is refused as [`Caller`] is.
+#[derive(Debug, Clone, Copy)]
+pub struct CallerScopes(pub crate::auth::Scopes);
+
+impl<S: Send + Sync> FromRequestParts<S> for CallerScopes {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<CallerScopes>().copied().ok_or_else(|| {
+            tracing::error!("a handler needing the caller's scopes ran without the authentication middleware");
+            Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "Unauthorized",
+                "the caller is not authenticated",
+            )
+        })
+    }
+}
+
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = Problem;
 

@@ -4,6 +4,7 @@
 //! no business rules.
 
 mod auth;
+mod console;
 pub(crate) mod cursor;
 mod dead_letter_requests;
 mod dead_letters;
@@ -15,6 +16,7 @@ pub mod fingerprint;
 mod if_match;
 mod lifecycle;
 mod limits;
+mod me;
 mod openapi;
 mod openapi_parts;
 mod ops;
@@ -40,6 +42,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 pub use auth::OpenPaths;
+pub use console::CONTENT_SECURITY_POLICY as CONSOLE_CONTENT_SECURITY_POLICY;
 pub use extract::MAX_BODY_BYTES;
 pub use limits::Limits;
 pub use openapi::{document as openapi_document, to_pretty_json as openapi_json};
@@ -59,6 +62,7 @@ fn routes() -> (Router<ApiState>, utoipa::openapi::OpenApi) {
         .merge(lifecycle::routes())
         .merge(dead_letters::routes())
         .merge(ops::routes())
+        .merge(me::routes())
         .split_for_parts();
     openapi::secure(&mut document);
     openapi::link(&mut document);
@@ -101,6 +105,7 @@ pub fn router_with(state: ApiState, settings: HttpSettings) -> Router {
     let (api, document) = routes();
     api.merge(docs::router(document))
         .merge(event_docs::router())
+        .merge(console::router())
         .fallback(|| async { Problem::not_found("no such resource").into_response() })
         .method_not_allowed_fallback(|| async {
             Problem::new(

@@ -8,7 +8,7 @@ use utoipa::openapi::path::ParameterIn;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{Content, Header, ObjectBuilder, Ref, RefOr, Response, ResponseBuilder};
 
-use super::auth::required_scope;
+use super::auth::{is_api_path, required_scope};
 use super::problem::Problem;
 use crate::domain::IdempotencyKey;
 
@@ -75,10 +75,13 @@ pub(super) fn secure(document: &mut utoipa::openapi::OpenApi) {
             (Method::GET, item.get.as_mut()),
             (Method::POST, item.post.as_mut()),
         ] {
-            let (Some(operation), Some(scope)) = (operation, required_scope(&method, path)) else {
+            let Some(operation) = operation.filter(|_| is_api_path(path)) else {
                 continue;
             };
-            operation.security = Some(vec![SecurityRequirement::new(BEARER, [scope.as_str()])]);
+            // Every operation under /v1 needs a token; most also a scope (`/v1/me` none).
+            let scope = required_scope(&method, path);
+            let scopes: Vec<&str> = scope.iter().map(|scope| scope.as_str()).collect();
+            operation.security = Some(vec![SecurityRequirement::new(BEARER, scopes)]);
             let responses = &mut operation.responses.responses;
             responses.insert(
                 "401".into(),
@@ -87,10 +90,12 @@ pub(super) fn secure(document: &mut utoipa::openapi::OpenApi) {
                     true,
                 ),
             );
-            responses.insert(
-                "403".into(),
-                problem_response(&format!("The client lacks the scope `{scope}`"), true),
-            );
+            if let Some(scope) = scope {
+                responses.insert(
+                    "403".into(),
+                    problem_response(&format!("The client lacks the scope `{scope}`"), true),
+                );
+            }
             responses.insert(
                 "503".into(),
                 problem_response(

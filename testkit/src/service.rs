@@ -54,6 +54,19 @@ impl Instance {
         config: &AmqpConfig,
         dir: &Path,
     ) -> Self {
+        Self::start_with(bin, slot, database_url, amqp_url, config, dir, &[])
+    }
+
+    /// [`Instance::start`] with more settings (`env`), which win over the kit's.
+    pub fn start_with(
+        bin: impl AsRef<Path>,
+        slot: usize,
+        database_url: &str,
+        amqp_url: &str,
+        config: &AmqpConfig,
+        dir: &Path,
+        env: &[(&str, &str)],
+    ) -> Self {
         let port = free_port();
         let log = dir.join(format!("instance-{slot}.log"));
         let file = std::fs::File::create(&log).expect("the instance's log");
@@ -64,6 +77,7 @@ impl Instance {
             .env("DB_MAX_CONNECTIONS", "8")
             .env("OUTBOX_POLL_MS", "250")
             .env("SHUTDOWN_GRACE_SECS", "5")
+            .envs(env.iter().copied())
             .stdout(Stdio::from(file.try_clone().expect("log")))
             .stderr(Stdio::from(file))
             .kill_on_drop(true)

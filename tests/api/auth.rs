@@ -419,6 +419,9 @@ async fn health_metrics_and_docs_stay_open_while_anything_else_needs_a_token() {
         "/docs/",
         "/asyncapi.json",
         "/docs/events",
+        "/console",
+        "/console/orders/0193a5b0-7c1e-7d2a-9f4e-3b8c2d1e0f5a",
+        "/console/assets/console.js",
     ] {
         let response = app.get(path).await;
         assert_eq!(response.status, StatusCode::OK, "{path}: {}", response.text);
@@ -470,7 +473,12 @@ async fn the_document_declares_the_bearer_scheme_and_the_scope_of_each_operation
     for (path, methods) in document["paths"].as_object().unwrap() {
         for (method, operation) in methods.as_object().unwrap() {
             let security = &operation["security"];
-            if path.starts_with("/v1") {
+            if path == "/v1/me" {
+                // A token, whatever its scopes.
+                assert_eq!(*security, json!([{ "bearer": [] }]), "{method} {path}");
+                assert!(operation["responses"]["401"].is_object());
+                assert!(operation["responses"]["403"].is_null());
+            } else if path.starts_with("/v1") {
                 let scope = if path.starts_with("/v1/dead-letters") {
                     "orders:admin"
                 } else if method == "get" {
@@ -571,4 +579,35 @@ async fn a_client_sees_its_own_idempotency_keys_in_the_history_and_not_anothers(
         "who made the change stays visible"
     );
     assert!(!as_reports.text.contains("shop-secret-key"));
+}
+
+#[tokio::test]
+async fn v1_me_names_the_caller_and_its_scopes_and_needs_a_token() {
+    let (app, tokens) = secured().await;
+    let me = Operation::get("/v1/me".into());
+
+    let anonymous = app.request(me.request(None)).await;
+    assert_challenge(&anonymous, StatusCode::UNAUTHORIZED, None);
+    let reports = app
+        .request(me.request(Some(&bearer(&tokens.reports))))
+        .await;
+    assert_eq!(reports.status, StatusCode::OK, "{}", reports.text);
+    assert_eq!(
+        reports.body,
+        json!({"client_id": "reports", "scopes": ["orders:read"]})
+    );
+    // Any client may ask, whatever its scopes.
+    let importer = app
+        .request(me.request(Some(&bearer(&tokens.importer))))
+        .await;
+    assert_eq!(
+        importer.body,
+        json!({"client_id": "importer", "scopes": ["orders:write"]})
+    );
+
+    let open = TestApp::spawn().await.get("/v1/me").await;
+    assert_eq!(
+        open.body,
+        json!({"client_id": "anonymous", "scopes": ["orders:read", "orders:write", "orders:admin"]})
+    );
 }

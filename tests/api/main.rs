@@ -6,6 +6,7 @@ mod bad_input;
 mod cli;
 mod commit_cut;
 mod conditional_requests;
+mod console_page;
 mod dead_letters;
 mod events_page;
 mod expiry;

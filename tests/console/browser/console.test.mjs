@@ -1,0 +1,141 @@
+// The operator console in Debian's Chromium, driven by Playwright (playwright-core, with the
+// system browser: no download). tests/console/main.rs starts the service, publishes what the
+// steps below look for, and runs this script with:
+//   BASE_URL      the service, e.g. http://127.0.0.1:4000
+//   ADMIN_TOKEN   a token with orders:read, orders:write, orders:admin (client console-admin)
+//   READ_TOKEN    a token with orders:read only (client console-reader)
+//   ORDER_ID      an order paid over AMQP and shipped over REST
+//   XSS_MARKUP    the markup a poison message carries in its body
+//   SCREENSHOTS   a directory for the overview, dead-letter and timeline screenshots (optional)
+// It prints each step and exits 1 at the first that fails.
+import { chromium } from 'playwright-core';
+
+const { BASE_URL, ADMIN_TOKEN, READ_TOKEN, ORDER_ID, XSS_MARKUP, SCREENSHOTS } = process.env;
+const TIMEOUT = 20_000;
+
+function check(condition, what) {
+  if (!condition) throw new Error(`failed: ${what}`);
+  console.log(`ok: ${what}`);
+}
+
+async function signIn(page, token) {
+  await page.goto(`${BASE_URL}/console`);
+  await page.fill('#sign-in input[name=token]', token);
+  await page.click('#sign-in button[type=submit]');
+  await page.waitForSelector('#session button');
+}
+
+async function screenshot(page, name) {
+  if (SCREENSHOTS) await page.screenshot({ path: `${SCREENSHOTS}/${name}.png`, fullPage: true });
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+let failed = false;
+try {
+  const admin = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const page = await admin.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  const errors = [];
+  // Script errors and CSP violations; a failed request is judged by its answer below (the
+  // browser also logs each as "Failed to load resource").
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) errors.push(message.text());
+  });
+  page.on('pageerror', (error) => errors.push(String(error)));
+  let signedIn = false;
+  page.on('response', (response) => {
+    // Before signing in, /v1/me answers 401: that is how the page knows to ask for a token.
+    const expected = !signedIn && response.status() === 401 && response.url().endsWith('/v1/me');
+    if (response.status() >= 400 && !expected) errors.push(`${response.status()} ${response.url()}`);
+  });
+  let dialogs = 0;
+  page.on('dialog', (dialog) => { dialogs += 1; dialog.dismiss(); });
+
+  // The overview: its policy, a sign-in, the parked count.
+  const first = await page.goto(`${BASE_URL}/console`);
+  const policy = first.headers()['content-security-policy'] || '';
+  check(policy.includes("script-src 'self'") && !policy.includes('unsafe'), `a strict CSP: ${policy}`);
+  await signIn(page, ADMIN_TOKEN);
+  signedIn = true;
+  await page.waitForSelector('.card .value');
+  await page.waitForFunction(() => [...document.querySelectorAll('.card')]
+    .some((card) => card.textContent.includes('Parked dead letters') && card.querySelector('.value').textContent === '2'));
+  check(true, 'the overview shows 2 parked dead letters');
+  await screenshot(page, 'console-overview');
+
+  // The list, then a filter that narrows it (kept in the URL).
+  await page.click('header nav a:has-text("Dead letters")');
+  await page.waitForSelector('#dead-letters tbody tr');
+  check(await page.locator('#dead-letters tbody tr').count() === 2, 'the list shows both parked dead letters');
+  await screenshot(page, 'console-dead-letters');
+  await page.fill('#filters input[name=reason]', 'premature');
+  await page.click('#filters button[type=submit]');
+  await page.waitForFunction(() => document.querySelectorAll('#dead-letters tbody tr').length === 1);
+  check(page.url().includes('reason=premature'), `the filter is in the URL: ${page.url()}`);
+  const premature = await page.locator('#dead-letters tbody tr').getAttribute('data-id');
+
+  // Replay the selected one: it leaves the parked view, and its audit names the actor.
+  await page.check('#dead-letters tbody tr input[type=checkbox]');
+  await page.click('#replay-selected');
+  await page.waitForSelector('text=Replayed 1');
+  await page.waitForSelector('#count');
+  check((await page.textContent('#count')).startsWith('0 matching'), 'the replayed dead letter left the parked view');
+  await page.goto(`${BASE_URL}/console/dead-letters/${premature}`);
+  await page.waitForSelector('#letter-actions');
+  const audit = await page.textContent('#letter-actions');
+  check(audit.includes('replay') && audit.includes('console-admin'), `the audit names the actor: ${audit}`);
+
+  // A body carrying markup is shown as text: no element made of it, no dialog.
+  await page.goto(`${BASE_URL}/console/dead-letters?status=parked&reason=poison`);
+  await page.waitForSelector('#dead-letters tbody tr');
+  await page.click('#dead-letters tbody tr a:has-text("details")');
+  await page.waitForSelector('#letter-body');
+  check((await page.textContent('#letter-body')).includes(XSS_MARKUP), 'the markup is shown as text');
+  check(await page.locator('main img').count() === 0, 'no element was made of the markup');
+
+  // The order's timeline: created and paid over AMQP, shipped over REST, with its ledger entry.
+  await page.fill('#search-input', ORDER_ID);
+  await page.click('#search button');
+  await page.waitForSelector('#timeline li');
+  const timeline = await page.textContent('#timeline');
+  for (const expected of ['created', 'paid', 'shipped', 'AMQP event', 'REST client console-admin', 'payment received']) {
+    check(timeline.includes(expected), `the timeline shows "${expected}"`);
+  }
+  check((await page.textContent('#order-status')) === 'SHIPPED', 'the order is shipped');
+  await screenshot(page, 'console-timeline');
+  check(dialogs === 0, 'no dialog opened');
+  check(errors.length === 0, `no console errors: ${errors.join(' | ')}`);
+
+  // A read-only token: no action buttons, and the API refuses the action anyway.
+  const reader = await browser.newContext();
+  const readPage = await reader.newPage();
+  readPage.setDefaultTimeout(TIMEOUT);
+  await signIn(readPage, READ_TOKEN);
+  await readPage.goto(`${BASE_URL}/console/dead-letters?status=parked`);
+  await readPage.waitForSelector('text=needs a token with the scope orders:admin');
+  check(await readPage.locator('#replay-all, #replay-selected, #replay, #discard').count() === 0,
+    'a read-only token sees no action buttons');
+  await readPage.goto(`${BASE_URL}/console/orders/${ORDER_ID}`);
+  await readPage.waitForSelector('#timeline li');
+  check(await readPage.locator('button:has-text("Replay"), button:has-text("Discard")').count() === 0,
+    'nor on the timeline');
+  const refused = await readPage.evaluate(async ([token, id]) => {
+    const response = await fetch(`/v1/dead-letters/${id}/discard`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Idempotency-Key': 'read-only' },
+      body: '{}',
+    });
+    return response.status;
+  }, [READ_TOKEN, premature]);
+  check(refused === 403, `the API refuses a read-only token's action: ${refused}`);
+} catch (error) {
+  failed = true;
+  console.error(String(error && error.stack ? error.stack : error));
+} finally {
+  await browser.close();
+}
+process.exit(failed ? 1 : 0);
