@@ -158,7 +158,7 @@ async function view(main, path, query) {
   if (path === '/console/dead-letters') return deadLetters(main, query);
   if (letter) return deadLetter(main, decodeURIComponent(letter[1]));
   if (order) return timeline(main, decodeURIComponent(order[1]));
-  if (path === '/console/orders') return customerOrders(main, query.get('customer_id') || '');
+  if (path === '/console/search') return search(main, (query.get('q') || '').trim());
   main.append(el('h1', {}, 'No such page'), link('/console', 'Back to the overview'));
 }
 
@@ -219,6 +219,7 @@ async function overview(main) {
       card('Parked dead letters', summary && summary.status === 200 ? summary.body.parked : '—',
         summary && summary.status === 200 && summary.body.parked > 0 ? 'bad' : '',
         summary ? '' : 'needs the scope orders:admin'),
+      card('Inbox waiting', sums.inbox_ready_messages ?? '—', '', 'messages no consumer holds yet'),
       card('Outbox backlog', sums.outbox_backlog ?? '—', '', 'events not yet published'),
       card('Oldest unpublished', sums.outbox_oldest_unpublished_age_seconds === undefined
         ? '—' : `${Math.round(sums.outbox_oldest_unpublished_age_seconds)} s`, '', 'age of the oldest outbox row'),
@@ -455,8 +456,9 @@ async function deadLetter(main, id) {
   const letter = answer.body;
   const orderId = orderOf(letter.body);
   const status = el('div');
-  const act = async (action) => {
-    const result = await api(`/v1/dead-letters/${letter.id}/${action}`, { method: 'POST', key: crypto.randomUUID(), body: {} });
+  const act = async (action, note) => {
+    const body = note ? { note } : {};
+    const result = await api(`/v1/dead-letters/${letter.id}/${action}`, { method: 'POST', key: crypto.randomUUID(), body });
     if (result.status !== 200) {
       status.replaceChildren(notice(failure(result), 'error'));
       return;
@@ -478,9 +480,19 @@ async function deadLetter(main, id) {
       el('dt', {}, 'Order'), el('dd', {}, orderId ? link(`/console/orders/${encodeURIComponent(orderId)}`, orderId) : '—')),
     status);
   if (canAct() && letter.status === 'parked') {
-    main.append(el('div', { class: 'actions' },
-      el('button', { type: 'button', id: 'replay', class: 'primary', onclick: () => act('replay') }, 'Replay'),
-      el('button', { type: 'button', id: 'discard', class: 'danger', onclick: () => act('discard') }, 'Discard')));
+    const reason = el('input', { name: 'note', required: true, maxlength: 500, size: 50, placeholder: 'why it can be dropped' });
+    const discard = el('form', {
+      id: 'discard',
+      class: 'actions',
+      onsubmit: (event) => {
+        event.preventDefault();
+        act('discard', reason.value.trim());
+      },
+    }, el('label', {}, 'Reason ', reason), el('button', { type: 'submit', class: 'danger' }, 'Discard'));
+    main.append(
+      el('div', { class: 'actions' },
+        el('button', { type: 'button', id: 'replay', class: 'primary', onclick: () => act('replay') }, 'Replay')),
+      discard);
   }
   main.append(
     el('h2', {}, `Body (${letter.body_bytes} bytes${letter.body_truncated ? ', cut' : ''})`),
@@ -490,9 +502,11 @@ async function deadLetter(main, id) {
     el('h2', {}, 'Actions taken'),
     (letter.actions || []).length
       ? el('table', { id: 'letter-actions' },
-        el('thead', {}, el('tr', {}, el('th', {}, 'Action'), el('th', {}, 'By'), el('th', {}, 'Through'), el('th', {}, 'When'))),
+        el('thead', {}, el('tr', {}, el('th', {}, 'Action'), el('th', {}, 'By'), el('th', {}, 'Through'),
+          el('th', {}, 'When'), el('th', {}, 'Note'), el('th', {}, 'Idempotency-Key'))),
         el('tbody', {}, letter.actions.map((action) => el('tr', {},
-          el('td', {}, action.action), el('td', {}, action.by), el('td', {}, action.source), el('td', {}, when(action.at))))))
+          el('td', {}, action.action), el('td', {}, action.by), el('td', {}, action.source), el('td', {}, when(action.at)),
+          el('td', {}, action.note || ''), el('td', {}, action.idempotency_key || '(another client\'s)')))))
       : el('p', { class: 'muted' }, 'None yet.'));
 }
 
@@ -523,10 +537,11 @@ async function timeline(main, id) {
     main.append(notice('An order id is a UUID.', 'error'));
     return;
   }
-  const [order, changes, ledger] = await Promise.all([
+  const [order, changes, ledger, events] = await Promise.all([
     api(`/v1/orders/${id}`),
     api(`/v1/orders/${id}/history`),
     all(`/v1/orders/${id}/payments`, {}).catch(() => ({ items: [] })),
+    api(`/v1/orders/${id}/events`),
   ]);
   if (order.status !== 200) {
     main.append(notice(failure(order), 'error'));
@@ -537,7 +552,7 @@ async function timeline(main, id) {
     el('dt', {}, 'Id'), el('dd', {}, o.id),
     el('dt', {}, 'Status'), el('dd', { id: 'order-status' }, o.status),
     el('dt', {}, 'Version'), el('dd', {}, String(o.version)),
-    el('dt', {}, 'Customer'), el('dd', {}, link(`/console/orders?${new URLSearchParams({ customer_id: o.customer_id })}`, o.customer_id)),
+    el('dt', {}, 'Customer'), el('dd', {}, link(`/console/search?${new URLSearchParams({ q: o.customer_id })}`, o.customer_id)),
     el('dt', {}, 'Amount'), el('dd', {}, money(o.amount_minor, o.currency)),
     el('dt', {}, 'Paid'), el('dd', {}, money(o.paid_minor, o.currency))));
   const entries = [];
@@ -546,6 +561,9 @@ async function timeline(main, id) {
   }
   for (const entry of ledger.items) {
     entries.push({ at: entry.received_at, kind: 'money', node: ledgerItem(entry) });
+  }
+  for (const event of events.status === 200 ? events.body.items : []) {
+    entries.push({ at: event.created_at, kind: 'event', node: eventItem(event) });
   }
   if (canReadDeadLetters()) {
     const { items } = await all('/v1/dead-letters', {}).catch(() => ({ items: [] }));
@@ -579,6 +597,17 @@ function ledgerItem(entry) {
     el('div', { class: 'muted' }, `transfer ${entry.transfer_id} · through ${entry.source}`));
 }
 
+function eventItem(event) {
+  const state = {
+    pending: 'waiting for the relay',
+    published: `published ${when(event.published_at)}`,
+    set_aside: `set aside: ${event.set_aside_reason}`,
+  }[event.state] || event.state;
+  return el('div', {},
+    el('strong', {}, `event ${event.type || '?'}`), ` (v${event.order_version ?? '?'}) ${state}`,
+    el('div', { class: 'muted' }, `event id ${event.event_id}`));
+}
+
 function deadLetterItem(letter) {
   return el('div', {},
     el('strong', {}, 'dead letter '), link(`/console/dead-letters/${letter.id}`, letter.type || 'message'),
@@ -586,13 +615,24 @@ function deadLetterItem(letter) {
     el('div', { class: 'muted' }, letter.reason));
 }
 
-async function customerOrders(main, customer) {
-  main.append(el('h1', {}, `Orders of customer ${customer}`));
-  if (!customer) return;
-  const { items, complete } = await all('/v1/orders', { customer_id: customer });
+/** What the search box found for `text` (not an order id): the order holding that transfer or
+ * refund id, and the orders of that customer. */
+async function search(main, text) {
+  main.append(el('h1', {}, 'Search'));
+  if (!text) return;
+  const [byTransfer, byCustomer] = await Promise.all([
+    api(`/v1/orders?${new URLSearchParams({ transfer_id: text, limit: '1' })}`),
+    all('/v1/orders', { customer_id: text }).catch(() => ({ items: [], complete: true })),
+  ]);
+  const holder = byTransfer.status === 200 ? byTransfer.body.items[0] : null;
+  main.append(el('h2', {}, `Transfer ${text}`), holder
+    ? el('p', { id: 'transfer-holder' }, 'In the ledger of order ', link(`/console/orders/${holder.id}`, holder.id))
+    : el('p', { class: 'muted' }, 'No order holds a payment or refund with this id.'));
+  main.append(el('h2', {}, `Customer ${text}`));
+  const { items, complete } = byCustomer;
   main.append(el('p', {}, `${items.length} order(s)${complete ? '' : `, the newest ${MAX_ROWS}`}.`));
   if (!items.length) return;
-  main.append(el('table', {},
+  main.append(el('table', { id: 'customer-orders' },
     el('thead', {}, el('tr', {}, el('th', {}, 'Order'), el('th', {}, 'Status'), el('th', {}, 'Amount'), el('th', {}, 'Created'))),
     el('tbody', {}, items.map((order) => el('tr', {},
       el('td', {}, link(`/console/orders/${order.id}`, order.id)),
@@ -618,6 +658,6 @@ document.getElementById('search').addEventListener('submit', (event) => {
   event.preventDefault();
   const text = document.getElementById('search-input').value.trim();
   if (!text) return;
-  go(UUID.test(text) ? `/console/orders/${text.toLowerCase()}` : `/console/orders?${new URLSearchParams({ customer_id: text })}`);
+  go(UUID.test(text) ? `/console/orders/${text.toLowerCase()}` : `/console/search?${new URLSearchParams({ q: text })}`);
 });
 render();

@@ -8,7 +8,7 @@ use utoipa::openapi::schema::{ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFo
 use utoipa::openapi::{Array, Object};
 
 use crate::domain::{
-    AmountMinor, CustomerId, MAX_BULK_REPLAY, MAX_REASON_BYTES, MAX_REASON_CHARS,
+    AmountMinor, CustomerId, MAX_BULK_REPLAY, MAX_NOTE_CHARS, MAX_REASON_BYTES, MAX_REASON_CHARS,
     MAX_TYPE_FILTER_CHARS, Shipment, TransferId,
 };
 
@@ -111,6 +111,15 @@ pub fn reason_filter() -> Object {
         "Only those whose reason contains this text, case-insensitively; `premature:` names a \
          class",
         "premature:",
+    )
+}
+
+/// An operator's note on a replay or a discard.
+pub fn action_note() -> Object {
+    text(
+        MAX_NOTE_CHARS,
+        "Why (a discard's reason, say): kept with the action and shown with the dead letter.",
+        "a test message sent to production by mistake",
     )
 }
 

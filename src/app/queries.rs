@@ -1,11 +1,19 @@
-//! Reads for the REST API: one order, a newest-first page of orders (by status, customer or both),
-//! an order's ledger (both directions) and history.
+//! Reads for the REST API: one order, a newest-first page of orders (by status, customer, transfer
+//! or all), an order's ledger (both directions), history and published events.
 
 use super::{App, AppError};
-use crate::domain::{CustomerId, HistoryEntry, LedgerEntry, Order, OrderId, OrderStatus};
+use crate::domain::{
+    CustomerId, HistoryEntry, LedgerEntry, Order, OrderId, OrderStatus, TransferId,
+};
 use chrono::{DateTime, Utc};
 
+use strum::IntoEnumIterator;
+use uuid::Uuid;
+
+use super::events::event_id;
+use crate::domain::{EventType, Version};
 use crate::store::orders::{self, OrderFilter};
+use crate::store::outbox::order_events::{self, HeldEvent};
 use crate::store::{transfers, transitions};
 
 /// Where a page of a newest-first listing starts: strictly after the item with this time and id
@@ -31,6 +39,7 @@ impl Cursor {
 pub struct PageRequest {
     pub status: Option<OrderStatus>,
     pub customer_id: Option<CustomerId>,
+    pub transfer_id: Option<TransferId>,
     pub limit: u16,
     pub after: Option<Cursor>,
 }
@@ -56,6 +65,7 @@ impl App {
         let filter = OrderFilter {
             status: page.status,
             customer_id: page.customer_id,
+            transfer_id: page.transfer_id,
         };
         let mut items = orders::list(
             &self.pool,
@@ -81,5 +91,17 @@ impl App {
     pub async fn history(&self, id: OrderId) -> Result<Vec<HistoryEntry>, AppError> {
         self.order(id).await?;
         Ok(transitions::for_order(&self.pool, id).await?)
+    }
+
+    /// The events the order's changes wrote that the outbox still holds (docs/messaging.md
+    /// "Published events"), oldest first: every event id any of its versions could have
+    /// emitted, looked up by id.
+    pub async fn order_events(&self, id: OrderId) -> Result<Vec<HeldEvent>, AppError> {
+        let order = self.order(id).await?;
+        let candidates: Vec<Uuid> = (1..=order.version.get())
+            .filter_map(Version::new)
+            .flat_map(|version| EventType::iter().map(move |kind| event_id(id, version, kind)))
+            .collect();
+        Ok(order_events::held(&self.pool, &candidates).await?)
     }
 }

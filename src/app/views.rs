@@ -1,4 +1,5 @@
-//! The public representation of orders, ledger entries and history: what the REST API returns
+//! The public representation of orders, ledger entries, history and an order's published events:
+//! what the REST API returns
 //! and what outbound events carry as `data`. One shape, shared by both doors and the docs.
 
 use chrono::{DateTime, Utc};
@@ -9,6 +10,7 @@ use uuid::Uuid;
 use crate::domain::{
     Direction, HistoryEntry, LedgerEntry, Order, OrderStatus, RecordedCause, Source,
 };
+use crate::store::outbox::order_events::HeldEvent;
 
 /// Where an order is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -227,6 +229,56 @@ impl From<&HistoryEntry> for HistoryEntryView {
             transfer_id: entry.transfer_id.clone(),
             cause: CauseView::from(&entry.cause),
             at: entry.at,
+        }
+    }
+}
+
+/// Where an order's event stands in the outbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderEventStateView {
+    /// Written with its change, waiting for the relay.
+    Pending,
+    /// The broker confirmed it.
+    Published,
+    /// The relay could not publish it and set it aside for an operator (`set_aside_reason`).
+    SetAside,
+}
+
+/// An event an order's change wrote, as the outbox still holds it (published events are pruned
+/// after `OUTBOX_RETENTION_HOURS`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OrderEventView {
+    /// The event's id, also its AMQP `message_id`.
+    pub event_id: Uuid,
+    /// The event type (the routing key), e.g. `order.paid`.
+    #[serde(rename = "type")]
+    pub event_type: Option<String>,
+    /// The order's version the change produced.
+    pub order_version: Option<i64>,
+    /// When the change wrote it.
+    pub created_at: DateTime<Utc>,
+    pub state: OrderEventStateView,
+    pub published_at: Option<DateTime<Utc>>,
+    /// Why the relay set it aside, if it did.
+    pub set_aside_reason: Option<String>,
+}
+
+impl From<&HeldEvent> for OrderEventView {
+    fn from(event: &HeldEvent) -> Self {
+        let state = match (&event.set_aside_reason, event.published_at) {
+            (Some(_), _) => OrderEventStateView::SetAside,
+            (None, Some(_)) => OrderEventStateView::Published,
+            (None, None) => OrderEventStateView::Pending,
+        };
+        Self {
+            event_id: event.event_id,
+            event_type: event.event_type.clone(),
+            order_version: event.order_version,
+            created_at: event.created_at,
+            state,
+            published_at: event.published_at,
+            set_aside_reason: event.set_aside_reason.clone(),
         }
     }
 }

@@ -16,8 +16,8 @@ use crate::app::dead_letters::dead_letter_views::{BulkReplayView, DeadLetterList
 use crate::app::dead_letters::{DeadLetterFilter, DeadLetterPageRequest};
 use crate::config::Config;
 use crate::domain::{
-    Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, IdempotencyKey, ReplayRoutes,
-    reason_filter, type_filter,
+    BoundedText, Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, IdempotencyKey,
+    ReplayRoutes, action_note, reason_filter, type_filter,
 };
 use crate::http::{cursor, fingerprint};
 use crate::store;
@@ -70,6 +70,9 @@ enum DeadLettersCommand {
     /// Discard a parked dead letter.
     Discard {
         id: DeadLetterId,
+        /// Why: kept with the action and shown with the dead letter (1–500 characters).
+        #[arg(long)]
+        note: Option<String>,
         #[arg(long)]
         idempotency_key: Option<String>,
     },
@@ -158,7 +161,7 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
             let key = key(idempotency_key.as_deref())?;
             if let [id] = ids.as_slice() {
                 let action = DeadLetterAction::Replay;
-                return act_on_one(&app, *id, action, key, &trace, json).await;
+                return act_on_one(&app, *id, action, key, None, &trace, json).await;
             }
             if ids.is_empty() && reason.is_none() && event_type.is_none() && !all {
                 anyhow::bail!("name dead letters to replay: ids, --reason, --type, or --all");
@@ -203,10 +206,13 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
         }
         DeadLettersCommand::Discard {
             id,
+            note,
             idempotency_key,
         } => {
             let key = key(idempotency_key.as_deref())?;
-            act_on_one(&app, id, DeadLetterAction::Discard, key, &trace, json).await?;
+            let note = note.as_deref().map(action_note).transpose()?;
+            let action = DeadLetterAction::Discard;
+            act_on_one(&app, id, action, key, note.as_ref(), &trace, json).await?;
         }
     }
     Ok(())
@@ -218,12 +224,20 @@ async fn act_on_one(
     id: DeadLetterId,
     action: DeadLetterAction,
     key: IdempotencyKey,
+    note: Option<&BoundedText>,
     trace: &TraceContext,
     json: bool,
 ) -> anyhow::Result<()> {
     let path = format!("/v1/dead-letters/{id}/{action}");
-    let cause = cause(key, &path, &json!({}));
-    let outcome = app.act_on_dead_letter(id, action, &cause, trace).await?;
+    // The body the API would have been sent: the fingerprint a retry with the key must match.
+    let body = match note {
+        Some(note) => json!({"note": note.as_str()}),
+        None => json!({}),
+    };
+    let cause = cause(key, &path, &body);
+    let outcome = app
+        .act_on_dead_letter(id, action, note, &cause, trace)
+        .await?;
     print!("{}", acted(action.status().as_ref(), &outcome, json)?);
     Ok(())
 }

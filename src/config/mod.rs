@@ -252,6 +252,7 @@ mod tests {
                 "/health",
                 "/metrics",
                 "/docs",
+                "/console",
                 "/openapi.json",
                 "/asyncapi.json"
             ]

@@ -130,6 +130,14 @@ impl DeadLetterIdentity {
     }
 }
 
+/// The most characters of an operator's note on an action (a discard's reason, say).
+pub const MAX_NOTE_CHARS: usize = 500;
+
+/// An operator's note on a replay or a discard: why (1–500 characters), kept with the action.
+pub fn action_note(value: &str) -> Result<BoundedText, ValidationError> {
+    BoundedText::parse("note", value, MAX_NOTE_CHARS)
+}
+
 /// A `reason` filter: a substring of the reasons sought, 1–[`MAX_REASON_BYTES`] characters.
 pub fn reason_filter(value: &str) -> Result<BoundedText, ValidationError> {
     BoundedText::parse("reason", value, MAX_REASON_BYTES)

@@ -19,8 +19,8 @@ mod version;
 
 pub use dead_letter::{
     DeadLetterAction, DeadLetterIdentity, DeadLetterStatus, HEADERS_DROPPED_HEADER,
-    MAX_BULK_REPLAY, MAX_REASON_BYTES, MAX_TYPE_FILTER_CHARS, ReasonClass, reason_filter,
-    type_filter,
+    MAX_BULK_REPLAY, MAX_NOTE_CHARS, MAX_REASON_BYTES, MAX_TYPE_FILTER_CHARS, ReasonClass,
+    action_note, reason_filter, type_filter,
 };
 pub use events::EventType;
 pub use history::{CLI_CLIENT, Cause, HistoryEntry, KeyScope, RecordedCause, Source};

@@ -9,7 +9,10 @@ use super::problem::Problem;
 use crate::app::dead_letters::DeadLetterFilter;
 use crate::app::dead_letters::dead_letter_views::DeadLetterStatusView;
 use crate::app::field_schemas;
-use crate::domain::{DeadLetterId, MAX_BULK_REPLAY, ValidationError, reason_filter, type_filter};
+use crate::domain::{
+    BoundedText, DeadLetterId, MAX_BULK_REPLAY, ValidationError, action_note, reason_filter,
+    type_filter,
+};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -51,13 +54,21 @@ impl DeadLetterListParams {
     }
 }
 
-/// The body of a replay or discard of one dead letter: an empty object.
+/// The body of a replay or discard of one dead letter: `{}`, or a note on why.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(example = json!({}))]
-// Braces, not a unit struct: serde reads `{}` into braces only.
-#[allow(clippy::empty_structs_with_brackets)]
-pub struct ActionRequest {}
+#[schema(example = json!({"note": "a test message sent to production by mistake"}))]
+pub struct ActionRequest {
+    #[schema(schema_with = field_schemas::action_note)]
+    pub note: Option<String>,
+}
+
+impl ActionRequest {
+    /// The note, checked (1–500 characters, no control character).
+    pub fn note(&self) -> Result<Option<BoundedText>, ValidationError> {
+        self.note.as_deref().map(action_note).transpose()
+    }
+}
 
 /// Which parked dead letters a bulk replay takes: those matching every filter given (none given:
 /// every parked one), oldest first, at most 1000 per call.

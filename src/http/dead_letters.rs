@@ -21,7 +21,7 @@ use crate::app::dead_letters::DeadLetterPageRequest;
 use crate::app::dead_letters::dead_letter_views::{
     BulkReplayView, DeadLetterList, DeadLetterSummaryView, DeadLetterView,
 };
-use crate::domain::{DeadLetterAction, DeadLetterId};
+use crate::domain::{ClientId, DeadLetterAction, DeadLetterId};
 
 /// This module's routes, with their documentation.
 pub(super) fn routes() -> OpenApiRouter<ApiState> {
@@ -97,10 +97,25 @@ pub async fn dead_letter_summary(
 )]
 pub async fn get_dead_letter(
     State(state): State<ApiState>,
+    Caller(caller): Caller,
     IdPath(id): IdPath<DeadLetterId>,
 ) -> Result<axum::Json<DeadLetterView>, Problem> {
     let details = state.app.dead_letter(id).await?;
-    Ok(axum::Json(DeadLetterView::from(&details)))
+    Ok(axum::Json(as_seen_by(
+        DeadLetterView::from(&details),
+        &caller,
+    )))
+}
+
+/// `view` as `reader` may see it: an action's Idempotency-Key is its client's own (it replays
+/// that client's request); another reader sees who acted, not the key.
+fn as_seen_by(mut view: DeadLetterView, reader: &ClientId) -> DeadLetterView {
+    for action in view.actions.iter_mut().flatten() {
+        if action.by != reader.as_str() {
+            action.idempotency_key = None;
+        }
+    }
+    view
 }
 
 /// Replay a parked dead letter.
@@ -159,15 +174,17 @@ async fn act(
     request: Mutation<ActionRequest>,
     action: DeadLetterAction,
 ) -> Result<Response, Problem> {
+    let note = request.body.note()?;
+    let reader = caller.0.clone();
     let cause = request.cause(caller);
     let outcome = state
         .app
-        .act_on_dead_letter(id, action, &cause, &request.trace)
+        .act_on_dead_letter(id, action, note.as_ref(), &cause, &request.trace)
         .await?;
     Ok(respond::outcome(
         StatusCode::OK,
         &outcome,
-        DeadLetterView::from(outcome.value()),
+        as_seen_by(DeadLetterView::from(outcome.value()), &reader),
     ))
 }
 

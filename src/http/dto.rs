@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::app::field_schemas;
-use crate::app::views::{HistoryEntryView, LedgerEntryView, OrderView};
+use crate::app::views::{HistoryEntryView, LedgerEntryView, OrderEventView, OrderView};
 use crate::domain::{
     BoundedText, CustomerId, Money, NewOrder, OrderId, Payment, Refund, Shipment, TransferId,
     ValidationError,
@@ -136,6 +136,14 @@ pub struct RefundResponse {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LedgerList {
     pub items: Vec<LedgerEntryView>,
+    pub next: Option<String>,
+}
+
+/// The events an order's changes wrote that the outbox still holds, oldest first (never
+/// paginated: `next` is always null).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OrderEventList {
+    pub items: Vec<OrderEventView>,
     pub next: Option<String>,
 }
 

@@ -20,6 +20,7 @@ mod me;
 mod openapi;
 mod openapi_parts;
 mod ops;
+mod order_events;
 mod orders;
 mod payments;
 pub mod problem;
@@ -60,6 +61,7 @@ fn routes() -> (Router<ApiState>, utoipa::openapi::OpenApi) {
         .merge(orders::routes())
         .merge(payments::routes())
         .merge(lifecycle::routes())
+        .merge(order_events::routes())
         .merge(dead_letters::routes())
         .merge(ops::routes())
         .merge(me::routes())

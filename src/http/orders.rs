@@ -18,7 +18,7 @@ use super::respond;
 use super::state::ApiState;
 use crate::app::PageRequest;
 use crate::app::views::{OrderStatusView, OrderView};
-use crate::domain::{CustomerId, OrderId};
+use crate::domain::{CustomerId, OrderId, TransferId};
 
 /// This module's routes, with their documentation.
 pub(super) fn routes() -> OpenApiRouter<ApiState> {
@@ -95,6 +95,10 @@ pub struct ListParams {
     /// Only this customer's orders (combines with `status`).
     #[param(min_length = 1, max_length = 64)]
     customer_id: Option<String>,
+    /// Only the order whose ledger holds this payment's `transfer_id` or refund's `refund_id`
+    /// (combines with the others).
+    #[param(min_length = 1, max_length = 128)]
+    transfer_id: Option<String>,
     /// Page size, 1–100 (default 20).
     #[param(minimum = 1, maximum = 100)]
     limit: Option<u16>,
@@ -112,7 +116,7 @@ pub struct ListParams {
     params(ListParams),
     responses(
         (status = 200, description = "A page of orders", body = OrderList),
-        (status = 400, description = "Invalid status, customer id, limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Invalid status, customer id, transfer id, limit or cursor", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_orders(
@@ -126,11 +130,18 @@ pub async fn list_orders(
         .map(CustomerId::parse)
         .transpose()
         .map_err(|e| Problem::bad_request("invalid-query", e.to_string()))?;
+    let transfer_id = params
+        .transfer_id
+        .as_deref()
+        .map(TransferId::parse)
+        .transpose()
+        .map_err(|e| Problem::bad_request("invalid-query", e.to_string()))?;
     let page = state
         .app
         .orders(PageRequest {
             status: params.status.map(Into::into),
             customer_id,
+            transfer_id,
             limit,
             after,
         })

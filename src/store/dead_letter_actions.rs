@@ -20,6 +20,14 @@ use super::{Guarded, StoreError, in_time, stored};
 use crate::domain::{DeadLetterAction, DeadLetterId, DeadLetterStatus, KeyScope, Source};
 use crate::telemetry::TraceContext;
 
+/// Who takes an action: the door it came through, the request's key, and what the operator
+/// said about it (a discard's reason, say).
+pub struct Actor<'a> {
+    pub source: Source,
+    pub scope: KeyScope<'a>,
+    pub note: Option<&'a str>,
+}
+
 /// What an action on one dead letter decides on: its status, and the routing key a replay would
 /// send it with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,11 +95,11 @@ pub async fn act(
     conn: &mut PgConnection,
     action: DeadLetterAction,
     targets: &Targets<'_>,
-    source: Source,
-    scope: KeyScope<'_>,
+    by: &Actor<'_>,
     replay_to: Option<&ReplayTo<'_>>,
     within: Option<Duration>,
 ) -> Result<Guarded<Vec<DeadLetterId>>, StoreError> {
+    let (scope, source) = (by.scope, by.source);
     let (client, key) = bound(Some(scope));
     let status: &'static str = action.status().into();
     let action: &'static str = action.into();
@@ -110,9 +118,9 @@ pub async fn act(
              RETURNING id, routing_key, body, properties, last_dead_lettered_at), \
          action AS (\
              INSERT INTO dead_letter_actions (action, dead_letter_ids, cause_source, client_id, \
-                 idempotency_key, request_fingerprint) \
+                 idempotency_key, request_fingerprint, note) \
              SELECT $8, COALESCE(array_agg(id ORDER BY last_dead_lettered_at, id), '{}'), $9, \
-                 $1, $2, $10 \
+                 $1, $2, $10, $17 \
              FROM settled HAVING count(*) >= $11 RETURNING dead_letter_ids), \
          replayed AS (\
              INSERT INTO outbox (event_id, exchange, routing_key, body, properties, traceparent, \
@@ -139,6 +147,7 @@ pub async fn act(
     .bind(replay_to.and_then(|r| r.trace.tracestate()))
     .bind(in_time(within))
     .bind(replay_to.map(|r| r.routing_keys))
+    .bind(by.note)
     .fetch_optional(conn)
     .await;
     match taken.map_err(StoreError::from) {
@@ -179,6 +188,9 @@ pub struct TakenAction {
     pub action: DeadLetterAction,
     pub source: Source,
     pub client_id: String,
+    /// The Idempotency-Key of the request that took it (its client's own).
+    pub idempotency_key: String,
+    pub note: Option<String>,
     pub at: DateTime<Utc>,
 }
 
@@ -187,6 +199,8 @@ struct ActionRow {
     action: String,
     cause_source: String,
     client_id: String,
+    idempotency_key: String,
+    note: Option<String>,
     at: DateTime<Utc>,
 }
 
@@ -197,7 +211,8 @@ pub async fn for_dead_letter(
     limit: i64,
 ) -> Result<Vec<TakenAction>, StoreError> {
     sqlx::query_as::<_, ActionRow>(
-        "SELECT action, cause_source, client_id, at FROM dead_letter_actions \
+        "SELECT action, cause_source, client_id, idempotency_key, note, at \
+         FROM dead_letter_actions \
          WHERE dead_letter_ids @> ARRAY[$1]::uuid[] ORDER BY id DESC LIMIT $2",
     )
     .bind(id.as_uuid())
@@ -210,6 +225,8 @@ pub async fn for_dead_letter(
             action: stored("action", &row.action)?,
             source: stored("cause_source", &row.cause_source)?,
             client_id: row.client_id,
+            idempotency_key: row.idempotency_key,
+            note: row.note,
             at: row.at,
         })
     })

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::{StoreError, stored};
 use crate::domain::{
     AmountMinor, BoundedText, Currency, CustomerId, Money, Order, OrderId, OrderStatus, Shipment,
-    Version,
+    TransferId, Version,
 };
 
 /// The selected columns, as a macro so that queries stay `&'static str` (sqlx 0.9 requires it);
@@ -91,6 +91,8 @@ pub async fn find(conn: &mut PgConnection, id: OrderId) -> Result<Option<Order>,
 pub struct OrderFilter {
     pub status: Option<OrderStatus>,
     pub customer_id: Option<CustomerId>,
+    /// Only the order whose ledger holds this transfer (a payment's or a refund's id).
+    pub transfer_id: Option<TransferId>,
 }
 
 /// Newest first, keyset-paginated on `(created_at, id)`: the page starts strictly after `after`.
@@ -106,6 +108,7 @@ pub async fn list(
         " FROM orders \
          WHERE ($1::text IS NULL OR status = $1) \
            AND ($5::text IS NULL OR customer_id = $5) \
+           AND ($6::text IS NULL OR id = (SELECT order_id FROM transfers WHERE transfer_id = $6)) \
            AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3)) \
          ORDER BY created_at DESC, id DESC LIMIT $4"
     ))
@@ -114,6 +117,7 @@ pub async fn list(
     .bind(after.map(|(_, id)| id.as_uuid()))
     .bind(limit)
     .bind(filter.customer_id.as_ref().map(CustomerId::as_str))
+    .bind(filter.transfer_id.as_ref().map(TransferId::as_str))
     .fetch_all(pool)
     .await?
     .into_iter()

@@ -441,3 +441,33 @@ async fn the_parker_keeps_a_dead_letter_while_postgres_is_unreachable_and_parks_
     let parked = h.wait_for_parked(1).await;
     assert_eq!(parked[0].body, b"{");
 }
+
+#[tokio::test]
+async fn the_parker_reports_how_many_messages_wait_in_the_inbox() {
+    let h = Harness::start_with(test_config()).await;
+    let order = Uuid::new_v4();
+    h.place("placed-waiting", order, 1000).await;
+    // One message at a time: the consumer holds one, the rest wait in the inbox.
+    let service = h.start_service(&[("AMQP_PREFETCH", "1"), ("AMQP_BATCH_SIZE", "1")], None);
+    h.wait_for_status(order, "PENDING_PAYMENT").await;
+    let lock = h.lock_order(order).await;
+    for n in 1..=5 {
+        let data = json!({"order_id": order, "transfer_id": format!("t-{n}"), "amount_minor": 100, "currency": "EUR"});
+        h.publish(&format!("waiting-{n}"), "payment.succeeded", data)
+            .await;
+    }
+    eventually("the gauge to count the waiting messages", WAIT, || async {
+        let (_, metrics) = order_service_testkit::http::get(service.http_port, "/metrics")
+            .await
+            .ok()?;
+        let waiting: f64 = metrics
+            .lines()
+            .find_map(|line| line.strip_prefix("inbox_ready_messages "))?
+            .parse()
+            .ok()?;
+        (waiting >= 3.0).then_some(())
+    })
+    .await;
+    lock.rollback().await.expect("unlock");
+    h.wait_for_status(order, "PENDING_PAYMENT").await;
+}

@@ -165,9 +165,12 @@ async fn the_dead_letters_command_lists_shows_replays_and_discards_for_people_an
         .park("order.placed", None, b"third", "poison: third")
         .await
         .to_string();
-    let (ok, out, err) = dead_letters(&app, &["discard", &third]);
+    let (ok, out, err) = dead_letters(&app, &["discard", &third, "--note", "not ours"]);
     assert!(ok, "{out}{err}");
     assert_eq!(out, format!("discarded {third}\n"));
+    let shown = app.get(&format!("/v1/dead-letters/{third}")).await;
+    assert_eq!(shown.body["actions"][0]["by"], "cli");
+    assert_eq!(shown.body["actions"][0]["note"], "not ours");
     let (ok, _, err) = dead_letters(&app, &["show", &Uuid::new_v4().to_string()]);
     assert!(!ok && err.contains("not found"), "{err}");
 }

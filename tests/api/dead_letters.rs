@@ -16,7 +16,7 @@ use order_service::domain::{
     DeadLetterAction, DeadLetterId, Fingerprint, IdempotencyKey, KeyScope, Source,
 };
 use order_service::store::Guarded;
-use order_service::store::dead_letter_actions::{self, ReplayTo, Targets};
+use order_service::store::dead_letter_actions::{self, Actor, ReplayTo, Targets};
 use order_service::telemetry::TraceContext;
 
 use crate::helpers::{TRACEPARENT, TestApp, TestResponse, envelope, order_body, unique_key};
@@ -365,7 +365,7 @@ async fn an_action_retried_with_its_key_answers_the_same_and_another_request_und
     app.post_with(&path, None, &[], &json!({}))
         .await
         .problem(StatusCode::BAD_REQUEST);
-    app.post(&path, &unique_key(), &json!({"note": "why"}))
+    app.post(&path, &unique_key(), &json!({"comment": "why"}))
         .await
         .problem(StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(app.count("dead_letter_actions").await, 1);
@@ -503,11 +503,14 @@ async fn a_replay_of_a_dead_letter_settled_since_it_was_read_records_and_sends_n
             limit: 1,
             at_least: 1,
         },
-        Source::Api,
-        KeyScope {
-            client: "anonymous",
-            key: &key,
-            fingerprint: &fingerprint,
+        &Actor {
+            source: Source::Api,
+            scope: KeyScope {
+                client: "anonymous",
+                key: &key,
+                fingerprint: &fingerprint,
+            },
+            note: None,
         },
         Some(&ReplayTo {
             exchange: "commerce.events",
@@ -642,4 +645,67 @@ async fn a_dead_letter_whose_routing_key_the_inbox_does_not_bind_is_refused_and_
         let shown = app.get(&format!("/v1/dead-letters/{id}")).await;
         assert_eq!(shown.body["status"], status, "{id}");
     }
+}
+
+#[tokio::test]
+async fn a_discard_keeps_its_note_and_the_actor_alone_sees_its_key() {
+    let (token_a, token_b) = (generate_token().unwrap(), generate_token().unwrap());
+    let app = TestApp::spawn_with_clients(&[
+        ("ops-a", &token_a, "orders:admin"),
+        ("ops-b", &token_b, "orders:admin"),
+    ])
+    .await;
+    let (as_a, as_b) = (format!("Bearer {token_a}"), format!("Bearer {token_b}"));
+    let id = park_payment(&app, "ev-note", PREMATURE).await;
+    let note = "a test message sent to production by mistake";
+    let path = format!("/v1/dead-letters/{id}/discard");
+    let post = |key: &'static str, body: Value| {
+        let (path, auth) = (path.clone(), as_a.clone());
+        let app = &app;
+        async move {
+            app.post_with(&path, Some(key), &[("authorization", &auth)], &body)
+                .await
+        }
+    };
+
+    let too_long = post("discard-long", json!({"note": "x".repeat(501)})).await;
+    let problem = too_long.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        problem["detail"].as_str().unwrap().contains("note"),
+        "{problem}"
+    );
+    let discarded = post("discard-note", json!({"note": note})).await;
+    assert_eq!(discarded.status, StatusCode::OK, "{}", discarded.text);
+    let action = &discarded.body["actions"][0];
+    assert_eq!(action["action"], "discard");
+    assert_eq!(action["by"], "ops-a");
+    assert_eq!(action["note"], note);
+    assert_eq!(action["idempotency_key"], "discard-note");
+    // The same key with another note is another request.
+    let other = post("discard-note", json!({"note": "other"})).await;
+    assert_eq!(
+        other.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        other.text
+    );
+
+    let shown_to = |auth: String| {
+        let request = axum::http::Request::builder()
+            .uri(format!("/v1/dead-letters/{id}"))
+            .header("authorization", auth)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        app.request(request)
+    };
+    let to_a = shown_to(as_a.clone()).await;
+    assert_eq!(to_a.body["actions"][0]["idempotency_key"], "discard-note");
+    let to_b = shown_to(as_b.clone()).await;
+    assert_eq!(to_b.body["actions"][0]["note"], note);
+    assert_eq!(to_b.body["actions"][0]["by"], "ops-a");
+    assert!(
+        to_b.body["actions"][0]["idempotency_key"].is_null(),
+        "{}",
+        to_b.text
+    );
 }

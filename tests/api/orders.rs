@@ -350,3 +350,68 @@ async fn a_forged_cursor_with_a_date_postgres_cannot_store_is_400() {
         "https://order-service.dev/problems/invalid-cursor"
     );
 }
+
+#[tokio::test]
+async fn an_orders_events_say_whether_each_was_published() {
+    let app = TestApp::spawn().await;
+    let order = app.placed_order(1000).await;
+    app.paid_with(order, "tr-events", 1000).await;
+
+    let events = app.get(&format!("/v1/orders/{order}/events")).await;
+    assert_eq!(events.status, StatusCode::OK, "{}", events.text);
+    let items = events.body["items"].as_array().unwrap().clone();
+    let seen: Vec<(Value, Value, Value)> = items
+        .iter()
+        .map(|e| {
+            (
+                e["type"].clone(),
+                e["order_version"].clone(),
+                e["state"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (json!("order.created"), json!(1), json!("pending")),
+            (json!("order.paid"), json!(2), json!("pending")),
+        ]
+    );
+    let first: Uuid = items[0]["event_id"].as_str().unwrap().parse().unwrap();
+    sqlx::query("UPDATE outbox SET published_at = now() WHERE event_id = $1")
+        .bind(first)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let events = app.get(&format!("/v1/orders/{order}/events")).await;
+    assert_eq!(events.body["items"][0]["state"], "published");
+    assert!(events.body["items"][0]["published_at"].is_string());
+    assert_eq!(events.body["items"][1]["state"], "pending");
+
+    let unknown = app
+        .get(&format!("/v1/orders/{}/events", Uuid::new_v4()))
+        .await;
+    unknown.problem(StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_transfer_id_finds_the_order_whose_ledger_holds_it() {
+    let app = TestApp::spawn().await;
+    let order = app.placed_order(1000).await;
+    app.placed_order(1000).await;
+    app.paid_with(order, "tr-find-me", 400).await;
+
+    let found = app.get("/v1/orders?transfer_id=tr-find-me").await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.text);
+    let ids: Vec<&Value> = found.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| &o["id"])
+        .collect();
+    assert_eq!(ids, [&json!(order)]);
+    let none = app.get("/v1/orders?transfer_id=tr-nobody").await;
+    assert_eq!(none.body["items"], json!([]));
+    let invalid = app.get("/v1/orders?transfer_id=").await;
+    invalid.problem(StatusCode::BAD_REQUEST);
+}

@@ -4,7 +4,8 @@
 //! cannot be reached is waited out with the message kept. It also keeps the `dead_letters_parked`
 //! gauge (by reason class) fresh from the database: after it parks (at most once a second) and
 //! every [`GAUGE_REFRESH`], so replays and discards, on any instance, show too; and, as often,
-//! `dead_letters_last_resort`, what the dead-letter queue gave up on (`Topology::last_resort`).
+//! `dead_letters_last_resort`, what the dead-letter queue gave up on (`Topology::last_resort`),
+//! and `inbox_ready_messages`, what waits in the inbox.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,6 +98,7 @@ impl Parker {
                 () = tokio::time::sleep_until(next_refresh) => {
                     self.refresh_gauge().await;
                     self.count_last_resort(&channel).await?;
+                    self.count_inbox(&connection).await;
                     next_refresh = Instant::now() + GAUGE_REFRESH;
                 }
                 next = deliveries.next() => match next {
@@ -148,6 +150,35 @@ impl Parker {
                     }
                 }
             }
+        }
+    }
+
+    /// Sets `inbox_ready_messages` to the messages waiting in the inbox that no consumer holds
+    /// yet: the backlog an operator sees in the console and on the dashboard. (AMQP 0-9-1 says
+    /// how many, not how old the oldest is.) On a channel of its own: the inbox is the consumer's
+    /// to declare, and asking for one that does not exist (yet) closes the channel that asked,
+    /// which must not be the parker's.
+    async fn count_inbox(&self, connection: &lapin::Connection) {
+        let counted = async {
+            let channel = connection.create_channel().await?;
+            let queue = channel
+                .queue_declare(
+                    self.topology.inbox.as_str().into(),
+                    QueueDeclareOptions {
+                        passive: true,
+                        ..QueueDeclareOptions::default()
+                    },
+                    FieldTable::default(),
+                )
+                .await;
+            if let Ok(queue) = &queue {
+                metrics::gauge!("inbox_ready_messages").set(f64::from(queue.message_count()));
+                let _ = channel.close(200, "counted".into()).await;
+            }
+            queue.map(|_| ())
+        };
+        if let Err(error) = counted.await {
+            tracing::debug!(error = %error, "could not count the inbox's messages");
         }
     }
 

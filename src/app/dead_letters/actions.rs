@@ -14,11 +14,11 @@ use crate::app::runner::{Command, Step, Written};
 use crate::app::{App, AppError, Outcome};
 use crate::app::{deadline, keys};
 use crate::domain::{
-    Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, KeyScope, MAX_BULK_REPLAY,
-    ReplayRoutes,
+    BoundedText, Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, KeyScope,
+    MAX_BULK_REPLAY, ReplayRoutes,
 };
 use crate::store::Guarded;
-use crate::store::dead_letter_actions::{self, ReplayTo, TargetState, Targets};
+use crate::store::dead_letter_actions::{self, Actor, ReplayTo, TargetState, Targets};
 use crate::store::keys::{KeyHolder, Keyed};
 use crate::telemetry::TraceContext;
 
@@ -39,17 +39,20 @@ impl App {
     }
 
     /// Replays (sends back to the inbound exchange, through the outbox) or discards (its row
-    /// stays, `discarded`, as the record of it) one parked dead letter.
+    /// stays, `discarded`, as the record of it) one parked dead letter; `note`, what the
+    /// operator said about it (a discard's reason, say), is kept with the action.
     pub async fn act_on_dead_letter(
         &self,
         id: DeadLetterId,
         action: DeadLetterAction,
+        note: Option<&BoundedText>,
         cause: &Cause,
         trace: &TraceContext,
     ) -> Result<Outcome<DeadLetterDetails>, AppError> {
         let command = ActOnOne {
             id,
             action,
+            note,
             to: self.destination(trace),
         };
         self.run(&command, cause).await
@@ -77,6 +80,7 @@ struct Destination<'a> {
 struct ActOnOne<'a> {
     id: DeadLetterId,
     action: DeadLetterAction,
+    note: Option<&'a BoundedText>,
     to: Destination<'a>,
 }
 
@@ -128,7 +132,8 @@ impl Command for ActOnOne<'_> {
             at_least: 1,
         };
         // Lost: settled by someone else since the read, which the next read finds.
-        let Some(written) = act(conn, self.action, &targets, self.to, cause).await? else {
+        let note = self.note.map(BoundedText::as_str);
+        let Some(written) = act(conn, self.action, &targets, self.to, cause, note).await? else {
             return Ok(Step::Lost);
         };
         Ok(Step::Applied(details(conn, self.id).await?, written))
@@ -182,7 +187,7 @@ impl Command for ReplayMatching<'_> {
             at_least: 0,
         };
         let action = DeadLetterAction::Replay;
-        let Some(written) = act(conn, action, &targets, self.to, cause).await? else {
+        let Some(written) = act(conn, action, &targets, self.to, cause, None).await? else {
             return Ok(Step::Lost);
         };
         let Written::DeadLetters { count, .. } = written else {
@@ -232,6 +237,7 @@ async fn act(
     targets: &Targets<'_>,
     to: Destination<'_>,
     cause: &Cause,
+    note: Option<&str>,
 ) -> Result<Option<Written>, AppError> {
     let replay_to = ReplayTo {
         exchange: to.exchange,
@@ -239,17 +245,13 @@ async fn act(
         trace: to.trace,
     };
     let replay_to = (action == DeadLetterAction::Replay).then_some(&replay_to);
-    let scope = key_scope(cause)?;
+    let by = Actor {
+        source: cause.source(),
+        scope: key_scope(cause)?,
+        note,
+    };
     let within = deadline::remaining();
-    let taken = dead_letter_actions::act(
-        conn,
-        action,
-        targets,
-        cause.source(),
-        scope,
-        replay_to,
-        within,
-    );
+    let taken = dead_letter_actions::act(conn, action, targets, &by, replay_to, within);
     match taken.await? {
         Guarded::Applied(ids) => Ok(Some(Written::DeadLetters {
             action,

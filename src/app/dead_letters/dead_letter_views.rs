@@ -99,6 +99,12 @@ pub struct ActionView {
     #[schema(example = "ops")]
     pub by: String,
     pub source: SourceView,
+    /// The Idempotency-Key of the request that took it: shown only to the client that sent it
+    /// (it replays that client's request), null for every other reader.
+    pub idempotency_key: Option<String>,
+    /// What the operator said about it (a discard's reason, say), if anything.
+    #[schema(example = "sent twice by the shop's importer; the first copy applied")]
+    pub note: Option<String>,
     pub at: DateTime<Utc>,
 }
 
@@ -108,6 +114,8 @@ impl From<&TakenAction> for ActionView {
             action: action.action.into(),
             by: action.client_id.clone(),
             source: action.source.into(),
+            idempotency_key: Some(action.idempotency_key.clone()),
+            note: action.note.clone(),
             at: action.at,
         }
     }

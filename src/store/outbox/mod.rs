@@ -5,6 +5,7 @@
 //! the statement that marks it replayed.
 
 mod claim;
+pub mod order_events;
 
 use std::time::Duration;
 

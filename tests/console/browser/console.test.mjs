@@ -12,6 +12,7 @@ import { chromium } from 'playwright-core';
 
 const { BASE_URL, ADMIN_TOKEN, READ_TOKEN, ORDER_ID, XSS_MARKUP, SCREENSHOTS } = process.env;
 const TIMEOUT = 20_000;
+const NOTE = 'a <b>test</b> message sent to production by mistake';
 
 function check(condition, what) {
   if (!condition) throw new Error(`failed: ${what}`);
@@ -62,6 +63,7 @@ try {
   await signIn(page, ADMIN_TOKEN);
   signedIn = true;
   await page.waitForSelector('.card .value');
+  check(await page.locator('.card:has-text("Inbox waiting")').count() === 1, 'the overview shows the inbox');
   await page.waitForFunction(() => [...document.querySelectorAll('.card')]
     .some((card) => card.textContent.includes('Parked dead letters') && card.querySelector('.value').textContent === '2'));
   check(true, 'the overview shows 2 parked dead letters');
@@ -97,16 +99,32 @@ try {
   check((await page.textContent('#letter-body')).includes(XSS_MARKUP), 'the markup is shown as text');
   check(await page.locator('main img').count() === 0, 'no element was made of the markup');
 
+  // Discard it with a reason (itself markup): the audit shows the reason, as text, and the key.
+  await page.fill('#discard input[name=note]', NOTE);
+  await page.click('#discard button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('#letter-status')?.textContent === 'discarded');
+  const discarded = await page.textContent('#letter-actions');
+  check(discarded.includes('discard') && discarded.includes(NOTE), `the audit keeps the reason: ${discarded}`);
+  check(await page.locator('main b').count() === 0, 'the reason is shown as text');
+  check(!discarded.includes("another client's"), 'the actor sees its own Idempotency-Key');
+
   // The order's timeline: created and paid over AMQP, shipped over REST, with its ledger entry.
   await page.fill('#search-input', ORDER_ID);
   await page.click('#search button');
   await page.waitForSelector('#timeline li');
   const timeline = await page.textContent('#timeline');
-  for (const expected of ['created', 'paid', 'shipped', 'AMQP event', 'REST client console-admin', 'payment received']) {
+  for (const expected of ['created', 'paid', 'shipped', 'AMQP event', 'REST client console-admin', 'payment received',
+    'event order.created', 'event order.paid', 'event order.shipped', 'published']) {
     check(timeline.includes(expected), `the timeline shows "${expected}"`);
   }
   check((await page.textContent('#order-status')) === 'SHIPPED', 'the order is shipped');
   await screenshot(page, 'console-timeline');
+
+  // A transfer id finds the order whose ledger holds it.
+  await page.fill('#search-input', `tr-${ORDER_ID}`);
+  await page.click('#search button');
+  await page.waitForSelector('#transfer-holder a');
+  check((await page.textContent('#transfer-holder')).includes(ORDER_ID), 'the transfer id finds its order');
   check(dialogs === 0, 'no dialog opened');
   check(errors.length === 0, `no console errors: ${errors.join(' | ')}`);
 
