@@ -11,15 +11,17 @@ fn main() {
         .filter(|given| !given.is_empty())
         .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]))
         .unwrap_or_else(|| "unknown".to_owned());
-    // A new commit moves the branch's ref (or HEAD itself, when detached): build again then.
-    for watched in [
+    // A new commit moves the branch's ref (or HEAD itself, when detached), loose or packed: build
+    // again then. Only files that exist are named: cargo rebuilds every time for a missing one.
+    let watched = [
         Some("HEAD".to_owned()),
         git(&["symbolic-ref", "-q", "HEAD"]),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        if let Some(path) = git(&["rev-parse", "--git-path", &watched]) {
+        Some("packed-refs".to_owned()),
+    ];
+    for name in watched.into_iter().flatten() {
+        if let Some(path) = git(&["rev-parse", "--git-path", &name])
+            && std::path::Path::new(&path).exists()
+        {
             println!("cargo:rerun-if-changed={path}");
         }
     }

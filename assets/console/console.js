@@ -39,9 +39,16 @@ function el(tag, attributes, ...children) {
   return element;
 }
 
-/** A link to a view of the console: a path under /console that this page renders itself. */
+/** A link to a view of the console: a path under /console that this page renders itself (any
+ * other target, such as a URL with a scheme made of a message's text, becomes the overview). */
 function link(path, ...children) {
-  return el('a', { href: path }, ...children);
+  return el('a', { href: path.startsWith('/console') ? path : '/console' }, ...children);
+}
+
+/** A fresh Idempotency-Key (`crypto.randomUUID` needs a secure context; this does not). */
+function newKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `console-${[...bytes].map((b) => b.toString(16).padStart(2, '0')).join('')}`;
 }
 
 function notice(text, kind) {
@@ -127,11 +134,13 @@ function go(url) {
   render();
 }
 
+/** Renders the view the URL names into a page of its own: when another render replaces it
+ * meanwhile, this one goes on writing into a page no longer shown, and stops there. */
 async function render() {
   clearInterval(refresh);
   refresh = null;
-  const main = document.getElementById('main');
-  main.replaceChildren();
+  const main = el('div');
+  document.getElementById('main').replaceChildren(main);
   try {
     if (!me) {
       const answer = await api('/v1/me');
@@ -141,6 +150,7 @@ async function render() {
     showSession();
     await view(main, window.location.pathname, new URLSearchParams(window.location.search));
   } catch (error) {
+    if (!main.isConnected) return;
     if (error instanceof SignedOut) {
       me = null;
       showSession();
@@ -233,7 +243,15 @@ async function overview(main) {
     if (summary && summary.status === 200) groups.append(summaryTable(summary.body));
   };
   await update();
-  refresh = setInterval(() => update().catch(() => {}), REFRESH_MS);
+  if (!main.isConnected) return;
+  const timer = setInterval(() => {
+    if (!main.isConnected) {
+      clearInterval(timer);
+      return;
+    }
+    update().catch(() => {});
+  }, REFRESH_MS);
+  refresh = timer;
 }
 
 function card(label, value, kind, hint) {
@@ -347,8 +365,8 @@ async function deadLetters(main, query) {
   const actions = el('div', { class: 'actions' });
   const status = el('div');
   const replayable = matching.filter((letter) => letter.status === 'parked');
-  const replay = async (ids) => {
-    const answer = await api('/v1/dead-letters/replay', { method: 'POST', key: crypto.randomUUID(), body: { ids } });
+  const replay = (ids) => acting(status, async () => {
+    const answer = await api('/v1/dead-letters/replay', { method: 'POST', key: newKey(), body: { ids } });
     if (answer.status !== 200) {
       status.replaceChildren(notice(failure(answer), 'error'));
       return;
@@ -356,7 +374,7 @@ async function deadLetters(main, query) {
     await render();
     document.getElementById('main').prepend(notice(
       `Replayed ${answer.body.replayed}; left parked ${answer.body.skipped} (no inbox binding for their routing key).`));
-  };
+  });
   if (canAct() && replayable.length) {
     const replaySelected = el('button', {
       type: 'button',
@@ -456,15 +474,15 @@ async function deadLetter(main, id) {
   const letter = answer.body;
   const orderId = orderOf(letter.body);
   const status = el('div');
-  const act = async (action, note) => {
+  const act = (action, note) => acting(status, async () => {
     const body = note ? { note } : {};
-    const result = await api(`/v1/dead-letters/${letter.id}/${action}`, { method: 'POST', key: crypto.randomUUID(), body });
+    const result = await api(`/v1/dead-letters/${letter.id}/${action}`, { method: 'POST', key: newKey(), body });
     if (result.status !== 200) {
       status.replaceChildren(notice(failure(result), 'error'));
       return;
     }
     await render();
-  };
+  });
   main.append(
     el('h1', {}, 'Dead letter'),
     el('p', {}, link('/console/dead-letters?status=parked', '← parked dead letters')),
@@ -480,12 +498,20 @@ async function deadLetter(main, id) {
       el('dt', {}, 'Order'), el('dd', {}, orderId ? link(`/console/orders/${encodeURIComponent(orderId)}`, orderId) : '—')),
     status);
   if (canAct() && letter.status === 'parked') {
-    const reason = el('input', { name: 'note', required: true, maxlength: 500, size: 50, placeholder: 'why it can be dropped' });
+    const reason = el('input', {
+      name: 'note', required: true, maxlength: 500, size: 50, placeholder: 'why it can be dropped',
+      oninput: () => reason.setCustomValidity(''),
+    });
     const discard = el('form', {
       id: 'discard',
       class: 'actions',
       onsubmit: (event) => {
         event.preventDefault();
+        if (!reason.value.trim()) {
+          reason.setCustomValidity('Say why it can be dropped.');
+          reason.reportValidity();
+          return;
+        }
         act('discard', reason.value.trim());
       },
     }, el('label', {}, 'Reason ', reason), el('button', { type: 'submit', class: 'danger' }, 'Discard'));
@@ -508,6 +534,19 @@ async function deadLetter(main, id) {
           el('td', {}, action.action), el('td', {}, action.by), el('td', {}, action.source), el('td', {}, when(action.at)),
           el('td', {}, action.note || ''), el('td', {}, action.idempotency_key || '(another client\'s)')))))
       : el('p', { class: 'muted' }, 'None yet.'));
+}
+
+/** Runs an action's request; a failure (the network, a signed-out token) is shown in `status`. */
+async function acting(status, request) {
+  try {
+    await request();
+  } catch (error) {
+    if (error instanceof SignedOut) {
+      render();
+      return;
+    }
+    status.replaceChildren(notice(`The action failed: ${String(error.message || error)}`, 'error'));
+  }
 }
 
 /** A JSON body indented; anything else as it is. */
@@ -544,7 +583,8 @@ async function timeline(main, id) {
     api(`/v1/orders/${id}/events`),
   ]);
   if (order.status !== 200) {
-    main.append(notice(failure(order), 'error'));
+    main.append(notice(failure(order), 'error'),
+      el('p', {}, link(`/console/search?${new URLSearchParams({ q: id })}`, 'Search for it as a transfer or customer id')));
     return;
   }
   const o = order.body;

@@ -6,11 +6,10 @@
 
 use axum::Router;
 use axum::extract::Path;
-use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::docs::with_page_headers;
+use super::docs::{served, with_page_headers};
 use super::problem::Problem;
 use super::state::ApiState;
 
@@ -44,15 +43,4 @@ async fn asset(Path(name): Path<String>) -> Response {
         "console.css" => served(STYLES, "text/css; charset=utf-8"),
         _ => Problem::not_found("no such asset of the console").into_response(),
     }
-}
-
-fn served(body: &'static str, content_type: &'static str) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-        ],
-        body,
-    )
-        .into_response()
 }

@@ -21,6 +21,7 @@ use crate::app::dead_letters::DeadLetterPageRequest;
 use crate::app::dead_letters::dead_letter_views::{
     BulkReplayView, DeadLetterList, DeadLetterSummaryView, DeadLetterView,
 };
+use crate::app::views::SourceView;
 use crate::domain::{ClientId, DeadLetterAction, DeadLetterId};
 
 /// This module's routes, with their documentation.
@@ -107,11 +108,12 @@ pub async fn get_dead_letter(
     )))
 }
 
-/// `view` as `reader` may see it: an action's Idempotency-Key is its client's own (it replays
-/// that client's request); another reader sees who acted, not the key.
+/// `view` as the API client `reader` may see it: an action's Idempotency-Key is its client's own
+/// (it replays that client's request); another reader sees who acted, not the key, and no API
+/// client sees the command line's.
 fn as_seen_by(mut view: DeadLetterView, reader: &ClientId) -> DeadLetterView {
     for action in view.actions.iter_mut().flatten() {
-        if action.by != reader.as_str() {
+        if action.source != SourceView::Api || action.by != reader.as_str() {
             action.idempotency_key = None;
         }
     }

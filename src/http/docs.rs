@@ -32,6 +32,15 @@ async fn harden(response: Response) -> Response {
     with_page_headers(response, CONTENT_SECURITY_POLICY)
 }
 
+/// An embedded page or asset, as its content type.
+pub(super) fn served(body: &'static str, content_type: &'static str) -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+        body,
+    )
+        .into_response()
+}
+
 /// The headers of every documentation page and asset: `policy` as its Content-Security-Policy,
 /// no framing, no content sniffing, no referrer.
 pub(super) fn with_page_headers(mut response: Response, policy: &'static str) -> Response {

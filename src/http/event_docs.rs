@@ -8,11 +8,11 @@
 
 use axum::Router;
 use axum::extract::Path;
-use axum::http::{HeaderValue, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 
-use super::docs::with_page_headers;
+use super::docs::{served, with_page_headers};
 use super::problem::Problem;
 use super::state::ApiState;
 use crate::amqp::asyncapi;
@@ -63,12 +63,4 @@ async fn asset(Path(name): Path<String>) -> Response {
         "events.js" => served(BOOTSTRAP, JAVASCRIPT),
         _ => Problem::not_found("no such page of the events documentation").into_response(),
     }
-}
-
-fn served(body: &'static str, content_type: &'static str) -> Response {
-    (
-        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
-        body,
-    )
-        .into_response()
 }

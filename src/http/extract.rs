@@ -198,6 +198,18 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ListQuery<T> {
 #[derive(Debug, Clone)]
 pub struct Caller(pub ClientId);
 
+/// What a handler that needs the caller answers when the authentication middleware did not run:
+/// the router is built wrong, and failing closed is the safe answer.
+fn unauthenticated() -> Problem {
+    tracing::error!("a handler needing the caller ran without the authentication middleware");
+    Problem::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "Unauthorized",
+        "the caller is not authenticated",
+    )
+}
+
 /// The scopes of the client making the request, set beside [`Caller`] by the authentication
 /// middleware (every scope when the API runs open). Absent means the middleware did not run,
 /// and is refused as [`Caller`] is.
@@ -208,15 +220,11 @@ impl<S: Send + Sync> FromRequestParts<S> for CallerScopes {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        parts.extensions.get::<CallerScopes>().copied().ok_or_else(|| {
-            tracing::error!("a handler needing the caller's scopes ran without the authentication middleware");
-            Problem::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "Unauthorized",
-                "the caller is not authenticated",
-            )
-        })
+        parts
+            .extensions
+            .get::<CallerScopes>()
+            .copied()
+            .ok_or_else(unauthenticated)
     }
 }
 
@@ -224,14 +232,10 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        parts.extensions.get::<Caller>().cloned().ok_or_else(|| {
-            tracing::error!("a handler needing a caller ran without the authentication middleware");
-            Problem::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "Unauthorized",
-                "the caller is not authenticated",
-            )
-        })
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(unauthenticated)
     }
 }

@@ -18,7 +18,7 @@ use super::respond;
 use super::state::ApiState;
 use crate::app::PageRequest;
 use crate::app::views::{OrderStatusView, OrderView};
-use crate::domain::{CustomerId, OrderId, TransferId};
+use crate::domain::{CustomerId, OrderId, TransferId, ValidationError};
 
 /// This module's routes, with their documentation.
 pub(super) fn routes() -> OpenApiRouter<ApiState> {
@@ -124,18 +124,8 @@ pub async fn list_orders(
     ListQuery(params): ListQuery<ListParams>,
 ) -> Result<axum::Json<OrderList>, Problem> {
     let (limit, after) = cursor::page(params.limit, params.after.as_deref())?;
-    let customer_id = params
-        .customer_id
-        .as_deref()
-        .map(CustomerId::parse)
-        .transpose()
-        .map_err(|e| Problem::bad_request("invalid-query", e.to_string()))?;
-    let transfer_id = params
-        .transfer_id
-        .as_deref()
-        .map(TransferId::parse)
-        .transpose()
-        .map_err(|e| Problem::bad_request("invalid-query", e.to_string()))?;
+    let customer_id = filter(params.customer_id.as_deref(), CustomerId::parse)?;
+    let transfer_id = filter(params.transfer_id.as_deref(), TransferId::parse)?;
     let page = state
         .app
         .orders(PageRequest {
@@ -150,4 +140,15 @@ pub async fn list_orders(
         items: page.items.iter().map(OrderView::from).collect(),
         next: page.next.map(|c| cursor::encode(&c)),
     }))
+}
+
+/// A query filter read with `parse`, if given; 400 `invalid-query` naming the field if invalid.
+fn filter<T>(
+    value: Option<&str>,
+    parse: fn(&str) -> Result<T, ValidationError>,
+) -> Result<Option<T>, Problem> {
+    value
+        .map(parse)
+        .transpose()
+        .map_err(|e| Problem::bad_request("invalid-query", e.to_string()))
 }

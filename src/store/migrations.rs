@@ -59,6 +59,8 @@ async fn check_then_migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
     let mut migrator = migrator();
     // Only the migrations checked above may be missing from this release.
     migrator.set_ignore_missing(!unknown.is_empty());
+    // The advisory lock is taken above, once: a failed run must not leave a second hold behind.
+    migrator.set_locking(false);
     migrator.run(conn).await.map_err(StoreError::Migrate)
 }
 

@@ -13,6 +13,19 @@ use crate::block_on_detached;
 /// The shared broker, as the service's default `AMQP_URL` names it.
 pub const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 
+/// A test's exchanges and queues on the shared broker (its `topology`, and `queues` of its own
+/// such as a subscriber's), deleted when dropped, pass or fail.
+pub struct AmqpNames {
+    pub topology: Topology,
+    pub queues: Vec<String>,
+}
+
+impl Drop for AmqpNames {
+    fn drop(&mut self) {
+        delete_amqp_names(self.topology.clone(), std::mem::take(&mut self.queues));
+    }
+}
+
 /// Deletes a test's exchanges and queues (its `topology` and `queues` of its own) from the shared
 /// broker; for `Drop`, pass or fail.
 pub fn delete_amqp_names(topology: Topology, queues: Vec<String>) {

@@ -28,7 +28,9 @@ pub mod service;
 mod test_db;
 mod wait;
 
-pub use broker::{AMQP_URL, amqp_config, declare_subscriber, delete_amqp_names, ready_count};
+pub use broker::{
+    AMQP_URL, AmqpNames, amqp_config, declare_subscriber, delete_amqp_names, ready_count,
+};
 pub use ports::free_port;
 pub use test_db::{ADMIN_URL, TestDb};
 use wait::block_on_detached;

@@ -46,6 +46,33 @@ pub fn recorded() -> Recorded {
     recorded
 }
 
+/// The newest migration of the previous release: the newest file under `migrations/` at its
+/// commit, from the repository's history.
+pub fn newest_migration(release: &Recorded) -> i64 {
+    let listed = Command::new("git")
+        .args(["ls-tree", "--name-only", &release.commit, "migrations/"])
+        .current_dir(workspace())
+        .output()
+        .expect("run git ls-tree");
+    assert!(
+        listed.status.success(),
+        "{RECORD} names commit {}, which this clone does not have: the upgrade tests need the \
+         repository's history (a full clone, not a shallow one)",
+        release.commit
+    );
+    String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|path| {
+            path.trim_start_matches("migrations/")
+                .split('_')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .max()
+        .expect("the previous release has migrations")
+}
+
 /// The previous release's `order-service`, built from its commit if it is not built yet;
 /// `target` is the build directory of the running suite (its binaries' grandparent).
 pub fn binary(target: &Path) -> PathBuf {

@@ -48,7 +48,7 @@ impl TestDb {
     /// A database with a pool of up to `max_connections`. Tests run in parallel and the server
     /// allows 100 connections: the pools of the tests running side by side must fit.
     pub async fn create_with_pool(lock_timeout: Duration, max_connections: u32) -> Self {
-        let db = Self::create_empty(lock_timeout, max_connections).await;
+        let db = Self::create_unmigrated(lock_timeout, max_connections).await;
         let mut connection = db.migrator().await;
         store::migrate(&mut connection)
             .await
@@ -59,7 +59,7 @@ impl TestDb {
     /// A database migrated only up to the migration file named `first_missing` (excluded): the
     /// schema an earlier release left, for tests of an upgrade. `store::migrate` applies the rest.
     pub async fn create_before_migration(first_missing: &str) -> Self {
-        let db = Self::create_empty(Duration::from_secs(5), 4).await;
+        let db = Self::create_unmigrated(Duration::from_secs(5), 4).await;
         let earlier = std::env::temp_dir().join(format!("{}-migrations", db.name));
         std::fs::create_dir_all(&earlier).expect("a directory for the earlier migrations");
         // The service's migrations, at the root of the workspace this kit is a member of.
@@ -87,8 +87,14 @@ impl TestDb {
         db
     }
 
+    /// A database with no schema at all: for a test in which a release of the service (an
+    /// earlier one, say) creates it as it would in production.
+    pub async fn create_empty() -> Self {
+        Self::create_unmigrated(Duration::from_secs(5), 4).await
+    }
+
     /// A new, empty database; from the moment it exists, dropping the value drops it.
-    async fn create_empty(lock_timeout: Duration, max_connections: u32) -> Self {
+    async fn create_unmigrated(lock_timeout: Duration, max_connections: u32) -> Self {
         static LEFTOVERS_DROPPED: OnceCell<()> = OnceCell::const_new();
         LEFTOVERS_DROPPED.get_or_init(drop_leftovers).await;
 

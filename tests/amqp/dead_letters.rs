@@ -469,5 +469,13 @@ async fn the_parker_reports_how_many_messages_wait_in_the_inbox() {
     })
     .await;
     lock.rollback().await.expect("unlock");
-    h.wait_for_status(order, "PENDING_PAYMENT").await;
+    eventually("the waiting payments to apply", WAIT, || async {
+        let paid: i64 = sqlx::query_scalar("SELECT paid_minor FROM orders WHERE id = $1")
+            .bind(order)
+            .fetch_one(&h.db.pool)
+            .await
+            .ok()?;
+        (paid == 500).then_some(())
+    })
+    .await;
 }

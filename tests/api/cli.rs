@@ -171,6 +171,8 @@ async fn the_dead_letters_command_lists_shows_replays_and_discards_for_people_an
     let shown = app.get(&format!("/v1/dead-letters/{third}")).await;
     assert_eq!(shown.body["actions"][0]["by"], "cli");
     assert_eq!(shown.body["actions"][0]["note"], "not ours");
+    // The command line's key is no API client's to see.
+    assert!(shown.body["actions"][0]["idempotency_key"].is_null());
     let (ok, _, err) = dead_letters(&app, &["show", &Uuid::new_v4().to_string()]);
     assert!(!ok && err.contains("not found"), "{err}");
 }

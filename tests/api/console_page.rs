@@ -73,6 +73,9 @@ fn the_script_never_parses_text_as_html() {
         "innerHTML",
         "outerHTML",
         "insertAdjacentHTML",
+        "Function(",
+        "srcdoc",
+        "javascript:",
         "document.write",
         "eval(",
     ] {

@@ -21,7 +21,7 @@ use order_service_testkit::load::Message;
 use order_service_testkit::load::Tally;
 use order_service_testkit::load::publisher::Publisher;
 use order_service_testkit::service::Instance;
-use order_service_testkit::{AMQP_URL, TestDb, amqp_config, delete_amqp_names, eventually, http};
+use order_service_testkit::{AMQP_URL, AmqpNames, TestDb, amqp_config, eventually, http};
 
 /// A poison message's body: markup the console must show as text.
 const XSS_MARKUP: &str = "<img src=x onerror=alert(1)>";
@@ -34,7 +34,10 @@ async fn the_console_shows_dead_letters_and_timelines_and_acts_only_with_the_adm
     let db = TestDb::create(DEFAULT_LOCK_TIMEOUT).await;
     let config = amqp_config(&format!("console-{}", Uuid::new_v4().simple()));
     let topology = Topology::from_config(&config);
-    let _names = Names(topology.clone());
+    let _names = AmqpNames {
+        topology: topology.clone(),
+        queues: vec![],
+    };
     let broker = connect(AMQP_URL, "console test").await.expect("the broker");
     let channel = broker.create_channel().await.expect("a channel");
     topology.declare(&channel).await.expect("the topology");
@@ -213,13 +216,4 @@ fn install_playwright(dir: &PathBuf) {
         .status()
         .expect("run npm (Node.js is needed for the console's browser test)");
     assert!(status.success(), "npm ci failed in {}", dir.display());
-}
-
-/// The test's exchanges and queues on the shared broker, deleted when dropped, pass or fail.
-struct Names(Topology);
-
-impl Drop for Names {
-    fn drop(&mut self) {
-        delete_amqp_names(self.0.clone(), vec![]);
-    }
 }

@@ -22,7 +22,7 @@ use order_service::amqp::{Topology, connect};
 use order_service_testkit::load::{self, Load, settled};
 use order_service_testkit::service::Instance;
 use order_service_testkit::{
-    AMQP_URL, amqp_config, declare_subscriber, delete_amqp_names, eventually, http,
+    AMQP_URL, AmqpNames, amqp_config, declare_subscriber, eventually, http,
 };
 
 use crate::formation::Formation;
@@ -54,9 +54,9 @@ async fn the_service_follows_the_primary_of_a_formation_through_a_kill_a_switcho
     let config = amqp_config(&format!("failover-{}", Uuid::new_v4().simple()));
     let topology = Topology::from_config(&config);
     let capture = format!("{}.capture", topology.inbox);
-    let _names = Names {
+    let _names = AmqpNames {
         topology: topology.clone(),
-        capture: capture.clone(),
+        queues: vec![capture.clone()],
     };
     let broker = connect(AMQP_URL, "failover test")
         .await
@@ -270,17 +270,5 @@ impl Readiness {
 impl Drop for Readiness {
     fn drop(&mut self) {
         self.task.abort();
-    }
-}
-
-/// The test's exchanges and queues on the shared broker, deleted when dropped, pass or fail.
-struct Names {
-    topology: Topology,
-    capture: String,
-}
-
-impl Drop for Names {
-    fn drop(&mut self) {
-        delete_amqp_names(self.topology.clone(), vec![self.capture.clone()]);
     }
 }

@@ -27,11 +27,16 @@ use uuid::Uuid;
 use order_service_testkit::load::{self, Load, Rotation, settled};
 use order_service_testkit::previous_release;
 use order_service_testkit::service::Instance;
-use order_service_testkit::{AMQP_URL, TestDb, amqp_config, declare_subscriber, eventually, http};
+use order_service_testkit::{
+    AMQP_URL, AmqpNames, TestDb, amqp_config, declare_subscriber, eventually, http,
+};
 
 const REST_CLIENTS: usize = 2;
 /// Requests acknowledged between two steps of the deploy: proof that the load went on.
 const PROGRESS: usize = 100;
+/// How long an instance taken out of the rotation still finishes what was sent to it before it is
+/// stopped: a load balancer's deregistration delay.
+const DRAIN: Duration = Duration::from_millis(500);
 /// Give-up bound on anything that should happen (a build of the previous release excluded).
 const GIVE_UP: Duration = Duration::from_secs(120);
 
@@ -46,15 +51,15 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
     let previous = previous_release::binary(target);
     let recorded = previous_release::recorded();
     // An empty database: the previous release creates its schema as it would in production.
-    let db = TestDb::create_before_migration("0").await;
+    let db = TestDb::create_empty().await;
     let logs = tempdir(&db.name);
 
     let config = amqp_config(&format!("upgrade-{}", Uuid::new_v4().simple()));
     let topology = Topology::from_config(&config);
     let capture = format!("{}.capture", topology.inbox);
-    let _names = Names {
+    let _names = AmqpNames {
         topology: topology.clone(),
-        capture: capture.clone(),
+        queues: vec![capture.clone()],
     };
     let broker = connect(AMQP_URL, "upgrade test").await.expect("the broker");
     let channel = broker.create_channel().await.expect("a channel");
@@ -94,6 +99,7 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
     rotation.add(new.port);
     progress(&load, "the load on both releases").await;
     rotation.remove(old.port);
+    tokio::time::sleep(DRAIN).await;
     old.stop().await;
     progress(&load, "the load on the new release alone").await;
     discard_on(&new, &db, parked_by_old).await;
@@ -105,6 +111,7 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
     rotation.add(back.port);
     progress(&load, "the load on both releases again").await;
     rotation.remove(new.port);
+    tokio::time::sleep(DRAIN).await;
     new.stop().await;
     progress(&load, "the load on the previous release after the rollback").await;
     discard_on(&back, &db, parked_by_new).await;
@@ -166,11 +173,12 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
     let _ = std::fs::remove_dir_all(&logs);
 }
 
-/// Publishes a message that cannot parse, and waits for the instance running to park it: a dead
-/// letter the new release writes, for the previous one to handle after the rollback.
+/// Publishes a message that cannot parse, and waits for an instance running now to park it: a dead
+/// letter one release writes, for the other to handle.
 async fn park_a_poison_message(db: &TestDb, exchange: &str) -> Uuid {
+    let event_id = Uuid::new_v4().to_string();
     let poison = load::Message {
-        event_id: Uuid::new_v4().to_string(),
+        event_id: event_id.clone(),
         routing_key: "payment.succeeded",
         body: b"{\"not\": \"an event\"}".to_vec(),
     };
@@ -179,7 +187,8 @@ async fn park_a_poison_message(db: &TestDb, exchange: &str) -> Uuid {
     publisher.send(&[poison], &tally).await;
     publisher.close().await;
     eventually("the poison message to be parked", GIVE_UP, || async {
-        sqlx::query_scalar("SELECT id FROM dead_letters WHERE status = 'parked'")
+        sqlx::query_scalar("SELECT id FROM dead_letters WHERE message_id = $1")
+            .bind(&event_id)
             .fetch_optional(&db.pool)
             .await
             .ok()
@@ -289,17 +298,5 @@ impl Readiness {
     fn stop(self) -> Vec<(u16, u16, Instant)> {
         self.task.abort();
         self.not_ready.lock().expect("readiness").clone()
-    }
-}
-
-/// The test's exchanges and queues on the shared broker, deleted when dropped, pass or fail.
-struct Names {
-    topology: Topology,
-    capture: String,
-}
-
-impl Drop for Names {
-    fn drop(&mut self) {
-        order_service_testkit::delete_amqp_names(self.topology.clone(), vec![self.capture.clone()]);
     }
 }
