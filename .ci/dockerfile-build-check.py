@@ -236,9 +236,9 @@ def check(dockerfile):
                 else:
                     stage.env.update(p.split("=", 1) for p in pairs)
             elif keyword == "ARG":
-                name, _, default = arguments.strip().partition("=")
+                arg, _, default = arguments.strip().partition("=")
                 if default:
-                    stage.args[name] = default
+                    stage.args[arg] = default
             elif keyword == "COPY":
                 if "from" in options:
                     source_stage = stages.get(options["from"])
