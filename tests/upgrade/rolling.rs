@@ -98,9 +98,7 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
     assert_eq!(release_of(&new).await, order_service::release::VERSION);
     rotation.add(new.port);
     progress(&load, "the load on both releases").await;
-    rotation.remove(old.port);
-    tokio::time::sleep(DRAIN).await;
-    old.stop().await;
+    retire(&rotation, &mut old).await;
     progress(&load, "the load on the new release alone").await;
     discard_on(&new, &db, parked_by_old).await;
     let parked_by_new = park_a_poison_message(&db, &topology.inbound_exchange).await;
@@ -110,9 +108,7 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
     ready(&mut back).await;
     rotation.add(back.port);
     progress(&load, "the load on both releases again").await;
-    rotation.remove(new.port);
-    tokio::time::sleep(DRAIN).await;
-    new.stop().await;
+    retire(&rotation, &mut new).await;
     progress(&load, "the load on the previous release after the rollback").await;
     discard_on(&back, &db, parked_by_new).await;
 
@@ -215,6 +211,13 @@ async fn discard_on(instance: &Instance, db: &TestDb, id: Uuid) {
         .await
         .expect("the dead letter");
     assert_eq!(now, "discarded");
+}
+
+/// Takes `instance` out of the rotation and, after the drain a load balancer allows, stops it.
+async fn retire(rotation: &Rotation, instance: &mut Instance) {
+    rotation.remove(instance.port);
+    tokio::time::sleep(DRAIN).await;
+    instance.stop().await;
 }
 
 /// Waits for `instance` to be ready; fails at once, with its log, if it exits first (a release

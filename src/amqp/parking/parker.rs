@@ -161,21 +161,10 @@ impl Parker {
     async fn count_inbox(&self, connection: &lapin::Connection) {
         let counted = async {
             let channel = connection.create_channel().await?;
-            let queue = channel
-                .queue_declare(
-                    self.topology.inbox.as_str().into(),
-                    QueueDeclareOptions {
-                        passive: true,
-                        ..QueueDeclareOptions::default()
-                    },
-                    FieldTable::default(),
-                )
-                .await;
-            if let Ok(queue) = &queue {
-                metrics::gauge!("inbox_ready_messages").set(f64::from(queue.message_count()));
-                let _ = channel.close(200, "counted".into()).await;
-            }
-            queue.map(|_| ())
+            let waiting = ready_messages(&channel, &self.topology.inbox).await?;
+            metrics::gauge!("inbox_ready_messages").set(f64::from(waiting));
+            let _ = channel.close(200, "counted".into()).await;
+            Ok::<(), lapin::Error>(())
         };
         if let Err(error) = counted.await {
             tracing::debug!(error = %error, "could not count the inbox's messages");
@@ -185,17 +174,8 @@ impl Parker {
     /// Sets `dead_letters_last_resort` to what the last resort holds (`Topology::last_resort`):
     /// dead letters the parker could not take, which only an operator can look at.
     async fn count_last_resort(&self, channel: &lapin::Channel) -> Result<(), AmqpError> {
-        let queue = channel
-            .queue_declare(
-                self.topology.last_resort().as_str().into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await?;
-        metrics::gauge!("dead_letters_last_resort").set(f64::from(queue.message_count()));
+        let held = ready_messages(channel, &self.topology.last_resort()).await?;
+        metrics::gauge!("dead_letters_last_resort").set(f64::from(held));
         Ok(())
     }
 
@@ -212,4 +192,20 @@ impl Parker {
             }
         }
     }
+}
+
+/// How many messages `queue` holds that no consumer holds yet, from a passive declare (which
+/// closes `channel` if the queue does not exist).
+async fn ready_messages(channel: &lapin::Channel, queue: &str) -> Result<u32, lapin::Error> {
+    let declared = channel
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await?;
+    Ok(declared.message_count())
 }
