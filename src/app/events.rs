@@ -57,7 +57,7 @@ pub(super) fn new_events(events: &[EventType], order: &Order) -> Result<Vec<NewE
         .iter()
         .map(|&event_type| {
             let envelope = OutboundEnvelope::new(event_type, order);
-            let payload = serde_json::to_value(&envelope)
+            let payload = serde_json::to_string(&envelope)
                 .map_err(|_| AppError::Invariant("an outbound envelope must serialize"))?;
             Ok(NewEvent {
                 event_id: envelope.event_id,

@@ -4,6 +4,7 @@
 //! statement writes the change with its ledger, history and outbox rows (`store::order_changes`).
 //! A command states only what it reads and how it decides: [`OrderCommand`].
 
+use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use super::deadline;
@@ -17,6 +18,7 @@ use crate::domain::{
 use crate::store::Guarded;
 use crate::store::keys::{KeyHolder, Keyed};
 use crate::store::order_changes::{self, OrderWrite, Snapshot};
+use crate::store::outbox::NewEvent;
 use crate::telemetry::TraceContext;
 
 /// A command on one order. Every one is a [`Command`] of the runner.
@@ -94,6 +96,64 @@ impl<'a> OrderChange<'a> {
     }
 }
 
+/// A decided change made ready to write: the order as it leaves it, stamped with the database's
+/// time of the read it was decided on, and the outbox rows of its events.
+pub(super) struct Prepared<'a> {
+    pub change: OrderChange<'a>,
+    pub events: Vec<NewEvent>,
+}
+
+impl<'a> Prepared<'a> {
+    /// `change`, decided on what was read `at`.
+    pub(super) fn new(change: OrderChange<'a>, at: DateTime<Utc>) -> Result<Self, AppError> {
+        let next = Order {
+            updated_at: at,
+            ..change.next
+        };
+        let events = new_events(&change.events, &next)?;
+        Ok(Self {
+            change: OrderChange { next, ..change },
+            events,
+        })
+    }
+
+    /// The change as the store writes it, caused by `cause`.
+    pub(super) fn write<'w>(&'w self, cause: &'w Cause) -> OrderWrite<'w> {
+        let change = &self.change;
+        OrderWrite {
+            next: &change.next,
+            expected: change.expected,
+            kind: change.kind,
+            transfer: change.transfer,
+            cause,
+            events: &self.events,
+            trace: change.trace,
+        }
+    }
+
+    /// The ledger entry the change records (if any), as it is once written.
+    pub(super) fn entry(&self, cause: &Cause) -> Option<LedgerEntry> {
+        self.change.transfer.map(|transfer| LedgerEntry {
+            transfer: transfer.clone(),
+            source: cause.source(),
+            received_at: self.change.next.updated_at,
+        })
+    }
+
+    /// What the command answers once the change is written.
+    pub(super) fn applied<T: Answer>(self, cause: &Cause) -> Result<Step<T>, AppError> {
+        let entry = self.entry(cause);
+        let change = self.change;
+        let transition = Transition {
+            kind: change.kind,
+            from: change.expected.map(|(status, _)| status),
+            to: change.next.status,
+        };
+        let value = T::written(change.next, entry)?;
+        Ok(Step::Applied(value, Written::Order(transition)))
+    }
+}
+
 impl<C: OrderCommand> Command for C {
     type Output = C::Output;
     type State = Snapshot;
@@ -118,40 +178,12 @@ impl<C: OrderCommand> Command for C {
             Decided::AlreadyApplied(value) => {
                 return Ok(Step::Unchanged(Outcome::AlreadyApplied(value)));
             }
-            Decided::Write(change) => *change,
-        };
-        // Stamped with the database's time of the read it was decided on.
-        let next = Order {
-            updated_at: at,
-            ..change.next
-        };
-        let events = new_events(&change.events, &next)?;
-        let write = OrderWrite {
-            next: &next,
-            expected: change.expected,
-            kind: change.kind,
-            transfer: change.transfer,
-            cause,
-            events: &events,
-            trace: change.trace,
+            Decided::Write(change) => Prepared::new(*change, at)?,
         };
         Ok(
-            match order_changes::write(conn, &write, deadline::remaining()).await? {
+            match order_changes::write(conn, &change.write(cause), deadline::remaining()).await? {
                 Guarded::Lost => Step::Lost,
-                Guarded::Applied(()) => {
-                    let transition = Transition {
-                        kind: change.kind,
-                        from: change.expected.map(|(status, _)| status),
-                        to: next.status,
-                    };
-                    let entry = change.transfer.map(|transfer| LedgerEntry {
-                        transfer: transfer.clone(),
-                        source: cause.source(),
-                        received_at: at,
-                    });
-                    let value = C::Output::written(next, entry)?;
-                    Step::Applied(value, Written::Order(transition))
-                }
+                Guarded::Applied(()) => change.applied(cause)?,
             },
         )
     }

@@ -1,6 +1,7 @@
 //! All SQL of order-service. Each submodule owns one table and how it is read (`keys` finds an
 //! Idempotency-Key on whichever table holds it), except the two that write a command's change:
-//! `order_changes` (an order's change with its ledger, history and outbox rows) and
+//! `order_changes` (an order's change with its ledger, history and outbox rows; `order_batches`
+//! the same for a batch of them) and
 //! `dead_letter_actions` (an action with the dead letters it settles and the messages it
 //! replays), each as one statement. Functions take a connection (autocommit, or a transaction
 //! the caller holds) and speak domain types. Driver errors are classified once, here, into
@@ -12,6 +13,7 @@ mod error;
 pub mod failover;
 pub mod keys;
 pub mod migrations;
+pub mod order_batches;
 pub mod order_changes;
 pub mod orders;
 pub mod outbox;

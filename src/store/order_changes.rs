@@ -85,7 +85,7 @@ pub async fn read(
 }
 
 /// The `R` part of an outer-joined `row`: `None` when its `column` (never NULL in its table) is.
-fn present<'r, T, R>(row: &'r PgRow, column: &str) -> Result<Option<R>, StoreError>
+pub(super) fn present<'r, T, R>(row: &'r PgRow, column: &str) -> Result<Option<R>, StoreError>
 where
     T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
     R: FromRow<'r, PgRow>,
@@ -155,8 +155,9 @@ pub async fn write(
          events AS (\
              INSERT INTO outbox (event_id, event_type, order_id, order_version, payload, \
                  traceparent, tracestate) \
-             SELECT e.event_id, e.event_type, changed.id, changed.version, e.payload, $30, $31 \
-             FROM changed, unnest($27::uuid[], $28::text[], $29::jsonb[]) \
+             SELECT e.event_id, e.event_type, changed.id, changed.version, e.payload::jsonb, \
+                 $30, $31 \
+             FROM changed, unnest($27::uuid[], $28::text[], $29::text[]) \
                  WITH ORDINALITY AS e (event_id, event_type, payload, n) \
              ORDER BY e.n RETURNING 1) \
          SELECT changed.version, order_service_in_time($32) FROM changed, \
@@ -201,7 +202,13 @@ pub async fn write(
             .map(|e| e.event_type.as_ref())
             .collect::<Vec<_>>(),
     )
-    .bind(change.events.iter().map(|e| &e.payload).collect::<Vec<_>>())
+    .bind(
+        change
+            .events
+            .iter()
+            .map(|e| e.payload.as_str())
+            .collect::<Vec<_>>(),
+    )
     .bind(change.trace.traceparent())
     .bind(change.trace.tracestate())
     .bind(in_time(within))
@@ -215,7 +222,9 @@ pub async fn write(
 }
 
 /// The history row's cause columns: client, key and fingerprint of a request, or an event's id.
-fn history_cause(cause: &Cause) -> (Option<&str>, Option<&str>, Option<&str>, Option<&str>) {
+pub(super) fn history_cause(
+    cause: &Cause,
+) -> (Option<&str>, Option<&str>, Option<&str>, Option<&str>) {
     match cause {
         Cause::Amqp { event_id } => (None, None, None, Some(event_id.as_str())),
         // No order command runs from the command line: the table's cause check refuses it.

@@ -1,6 +1,7 @@
 //! Deliveries applied together (docs/messaging.md "Batched consumer commits"): one commit for a
-//! batch, a savepoint per message so the bad ones settle on their own, duplicates written once, and
-//! no acknowledgement before the commit. Each test publishes its batch before the consumer starts
+//! batch, the bad messages settled on their own, duplicates written once, an order changed under
+//! the batch decided again, a statement failing for one message's reason not sinking the others,
+//! and no acknowledgement before the commit. Each test publishes its batch before the consumer starts
 //! and lets a batch wait for as many deliveries as it published, so the batch is exactly those.
 //! Rows written in one transaction share its start time (`now()`, the history's `at`), which is how
 //! a test sees that they were committed together.
@@ -207,13 +208,9 @@ async fn duplicates_in_one_batch_are_written_once() {
 
 #[tokio::test]
 async fn no_delivery_of_a_batch_is_acknowledged_before_its_commit() {
-    let patient_batches = AmqpConfig {
-        batch_lock_wait_ms: 3_600_000,
-        ..batches_of(4)
-    };
-    let mut h = Harness::start_with(patient_batches).await;
-    // A batch takes its orders in id order: the first three are written (uncommitted) before
-    // the last one waits for this lock.
+    let mut h = Harness::start_with(patient_batches_of(4)).await;
+    // The batch's write takes its orders in id order: the first three are written (uncommitted)
+    // before it waits for the last one's lock.
     let (orders, held) = four_paid_one_locked(&h, 3).await;
     let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5672))).await;
     let url = format!("amqp://guest:guest@127.0.0.1:{}/%2f", proxy.port);
@@ -293,4 +290,119 @@ async fn a_message_waiting_for_a_lock_leaves_its_batch_and_the_rest_is_committed
     })
     .await;
     assert!(h.take_dead_letters().await.is_empty());
+}
+
+/// A transaction holding `order`'s row with its version moved on, as a concurrent writer's
+/// change would, not yet committed.
+async fn order_changing(h: &Harness, order: Uuid) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut change = h.db.pool.begin().await.expect("begin");
+    sqlx::query("UPDATE orders SET version = version + 1 WHERE id = $1")
+        .bind(order)
+        .execute(&mut *change)
+        .await
+        .expect("change the order");
+    change
+}
+
+/// Batches of `size` that wait as long as a test needs for a lock another transaction holds.
+fn patient_batches_of(size: u16) -> AmqpConfig {
+    AmqpConfig {
+        batch_lock_wait_ms: 3_600_000,
+        ..batches_of(size)
+    }
+}
+
+#[tokio::test]
+async fn an_order_changed_after_the_batch_read_it_is_decided_again_in_the_same_transaction() {
+    let mut h = Harness::start_with(patient_batches_of(2)).await;
+    let mut orders = [Uuid::new_v4(), Uuid::new_v4()];
+    orders.sort();
+    let [first, changed] = orders;
+    place_over_rest(&h, first, 1000).await;
+    place_over_rest(&h, changed, 1000).await;
+    // The batch reads `changed` at version 1; its write then waits for this writer, which moves
+    // the order to version 2 and commits: the write's guard misses for that order only.
+    let concurrent = order_changing(&h, changed).await;
+    h.pay("pay-first", first, "t-first", 1000).await;
+    h.pay("pay-changed", changed, "t-changed", 1000).await;
+    let patient = app_waiting_at_most(&h, Duration::from_secs(3_600));
+    h.spawn_consumer_on(patient, AMQP_URL);
+
+    eventually("the batch's write to wait for the writer", WAIT, || async {
+        (lock_waits(&h).await == 1).then_some(())
+    })
+    .await;
+    concurrent.commit().await.expect("commit the change");
+    eventually("the batch to be settled", WAIT, || async {
+        (h.settled() == 2).then_some(())
+    })
+    .await;
+    assert_eq!(h.order_state(first).await, Some(("PAID".into(), 2, 1000)));
+    assert_eq!(
+        h.order_state(changed).await,
+        Some(("PAID".into(), 3, 1000)),
+        "paid on the version the writer left"
+    );
+    assert_eq!(h.retried(), 0, "nothing was set aside");
+    assert_eq!(
+        transactions_of(&h, &[(first, 2), (changed, 3)]).await,
+        1,
+        "both in the batch's one transaction"
+    );
+    assert_eq!(h.db.count("transfers").await, 2);
+    assert!(h.take_dead_letters().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_transfer_id_taken_by_a_concurrent_writer_is_refused_alone_and_the_batch_commits() {
+    let mut h = Harness::start_with(patient_batches_of(2)).await;
+    let mut orders = [Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4()];
+    orders.sort();
+    let [good, reused, owner] = orders;
+    for order in orders {
+        place_over_rest(&h, order, 1000).await;
+    }
+    // Another writer records `t-taken` for `owner` and has not committed when the batch reads:
+    // the batch decides to record it for `reused`, and its one write statement fails on the
+    // ledger's key once the writer commits.
+    let mut concurrent = h.db.pool.begin().await.expect("begin");
+    sqlx::query(
+        "INSERT INTO transfers (transfer_id, order_id, direction, amount_minor, currency, source, \
+         received_at) VALUES ('t-taken', $1, 'in', 1000, 'EUR', 'api', now())",
+    )
+    .bind(owner)
+    .execute(&mut *concurrent)
+    .await
+    .expect("record the transfer");
+    h.pay("pay-good", good, "t-good", 1000).await;
+    h.pay("pay-reused", reused, "t-taken", 1000).await;
+    let patient = app_waiting_at_most(&h, Duration::from_secs(3_600));
+    h.spawn_consumer_on(patient, AMQP_URL);
+
+    eventually("the batch's write to wait for the writer", WAIT, || async {
+        (lock_waits(&h).await == 1).then_some(())
+    })
+    .await;
+    concurrent.commit().await.expect("commit the transfer");
+    eventually("the batch to be settled", WAIT, || async {
+        (h.settled() == 2).then_some(())
+    })
+    .await;
+    assert_eq!(h.order_state(good).await, Some(("PAID".into(), 2, 1000)));
+    assert_eq!(
+        h.order_state(reused).await,
+        Some(("PENDING_PAYMENT".into(), 1, 0))
+    );
+    let reasons: Vec<String> = h
+        .wait_for_dead_letters(1)
+        .await
+        .into_iter()
+        .map(|letter| letter.reason)
+        .collect();
+    assert!(
+        reasons[0]
+            .starts_with("conflict: transfer t-taken was already recorded with other content"),
+        "{reasons:?}"
+    );
+    assert_eq!(h.retried(), 0);
 }

@@ -193,7 +193,7 @@ async fn a_change_decided_on_a_version_that_moved_on_writes_no_row_at_all() {
             events: &[NewEvent {
                 event_id: Uuid::new_v4(),
                 event_type: EventType::OrderPaid,
-                payload: json!({}),
+                payload: "{}".to_owned(),
             }],
             trace: &TraceContext::start(),
         },

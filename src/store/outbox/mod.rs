@@ -24,8 +24,9 @@ pub use claim::{
 pub struct NewEvent {
     pub event_id: Uuid,
     pub event_type: EventType,
-    /// The whole envelope, exactly as it will be published.
-    pub payload: serde_json::Value,
+    /// The whole envelope, exactly as it will be published: JSON text, serialized once (the
+    /// column parses it).
+    pub payload: String,
 }
 
 /// The channel the relays listen on: a notification says events were committed.

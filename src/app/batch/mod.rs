@@ -1,33 +1,32 @@
 //! Several requests in one transaction (docs/messaging.md "Batched consumer commits"): what the
 //! AMQP consumer does with the deliveries it takes together, so that they share one commit.
 //!
-//! Each item runs the same step it runs alone ([`step`]: one read, one guarded write) under a
-//! savepoint of its own: one that is refused (premature, a conflict) or fails unexpectedly is
-//! rolled back to its savepoint and keeps its result, and the others go on. One that lost a race
-//! is rolled back to its savepoint and decided again: under READ COMMITTED each statement reads
-//! the latest committed state, and an item sees what the items before it wrote (a duplicate in
-//! the same batch finds the first copy's uncommitted rows and writes nothing). One caught in a
-//! deadlock, in a lock wait longer than the batch allows, or in races lost again and again is
-//! rolled back to its savepoint and set aside: its result is [`AppError::Busy`], and the caller
-//! tries it again later, while the rest of the batch commits and is settled. Each item's outcome
-//! is counted after the commit, as the runner counts a command alone (`App::conclude`), which
-//! also wakes the outbox relays (coalesced, `wakeup`).
+//! A batch is read with one statement and written with one ([`set_based`](set_based.rs)), in a
+//! round or a few: an item whose order changed under it since the read is decided again on a
+//! fresh read. When one of those statements fails for a reason of one item (a unique guard a
+//! concurrent writer holds, a lock wait longer than the batch allows, a deadlock), nothing of the
+//! batch is committed and it is applied again item by item, each under a savepoint, where that
+//! item alone is refused or set aside ([`one_by_one`](one_by_one.rs)); so is a batch whose items
+//! carry Idempotency-Keys, which the set-based read does not look up. Either way each item ends as
+//! it would have alone, or is set aside ([`AppError::Busy`]) for the caller to try again later,
+//! while the rest of the batch commits. Each item's outcome is counted after the commit, as the
+//! runner counts a command alone (`App::conclude`), which also wakes the outbox relays
+//! (coalesced, `wakeup`).
 //!
 //! Items are taken in the order of their order ids (a stable sort, so one order's items keep
 //! their order): concurrent batches lock the orders they share in the same order, and so do not
 //! deadlock on each other.
 
+mod one_by_one;
+mod set_based;
+
 use std::time::Duration;
 
-use sqlx::{Connection, PgConnection};
-use tracing::Instrument;
-
 use super::deadline;
-use super::request::{Effect, Request, Requested};
-use super::runner::{Step, step};
+use super::request::{Effect, Request};
+use super::runner::Step;
 use super::{App, AppError, Outcome};
 use crate::domain::Cause;
-use crate::store::{self, StoreError};
 use crate::telemetry::{TraceContext, error_chain};
 
 /// How often an item that lost a race is decided again inside its batch before it is set aside
@@ -48,11 +47,11 @@ pub type ItemResult = Result<Outcome<Effect>, AppError>;
 
 /// How an item ended inside the batch's transaction, before the commit.
 enum Ended {
-    /// It wrote its change or found it there (released into the batch's transaction), or the
-    /// domain refused it or it failed (rolled back to its savepoint).
+    /// It wrote its change or found it there, or the domain refused it, or it failed (and wrote
+    /// nothing).
     Settled(Box<Result<Step<Effect>, AppError>>),
-    /// A deadlock, a lock wait that timed out, or too many lost races: rolled back to its
-    /// savepoint and set aside.
+    /// A deadlock, a lock wait that timed out, or too many lost races: it wrote nothing, and is
+    /// set aside.
     SetAside,
 }
 
@@ -120,65 +119,32 @@ impl App {
         }
     }
 
-    /// Every item in one transaction, committed; how each ended (in `items`' order) and how
-    /// many races it lost on the way.
+    /// Every item in one transaction, committed; how each ended (in `items`' order) and how many
+    /// races it lost on the way. Set-based, unless the batch's items carry Idempotency-Keys or its
+    /// statements failed for a reason of one item: then one by one.
     async fn in_one_transaction(
         &self,
         items: &[Item],
         lock_wait: Duration,
     ) -> Result<Vec<(Ended, u64)>, AppError> {
-        let mut sequence: Vec<usize> = (0..items.len()).collect();
-        sequence.sort_by_key(|&i| items[i].request.order_id());
-        let mut connection = self.pool.acquire().await?;
-        let mut tx = connection.begin().await?;
-        if items.len() > 1 {
-            // Waiting long here would hold every other item of the batch, and what it locked.
-            store::wait_for_locks_at_most(&mut tx, lock_wait).await?;
+        if items.iter().any(|item| item.cause.key_scope().is_some()) {
+            return self.one_by_one(items, lock_wait).await;
         }
-        let mut ended = Vec::with_capacity(items.len());
-        for i in sequence {
-            let item = &items[i];
-            let end = in_savepoint(&mut tx, item)
-                .instrument(item.span.clone())
-                .await?;
-            ended.push((i, end));
+        match self.set_based(items, lock_wait).await {
+            Err(error @ AppError::Unavailable(_)) => Err(error),
+            Err(error) => {
+                tracing::debug!(error = %error_chain(&error), "a batch's statements failed; deciding its items one by one");
+                metrics::counter!("amqp_batch_fallbacks_total").increment(1);
+                self.one_by_one(items, lock_wait).await
+            }
+            settled => settled,
         }
-        tx.commit().await?;
-        ended.sort_by_key(|(i, _)| *i);
-        Ok(ended.into_iter().map(|(_, end)| end).collect())
     }
 }
 
-/// One item under a savepoint of `tx`, decided again after each lost race (up to
-/// [`MAX_LOST_IN_BATCH`]). `Err` when the batch as a whole cannot go on.
-async fn in_savepoint(tx: &mut PgConnection, item: &Item) -> Result<(Ended, u64), AppError> {
-    let command = Requested::of(&item.request, &item.trace);
-    let mut lost = 0;
-    loop {
-        let mut savepoint = tx.begin().await?;
-        let ended = match step(&mut savepoint, &command, &item.cause).await {
-            Ok(Step::Lost) => {
-                savepoint.rollback().await?;
-                lost += 1;
-                if lost < MAX_LOST_IN_BATCH {
-                    continue;
-                }
-                return Ok((Ended::SetAside, lost));
-            }
-            Err(error @ AppError::Unavailable(_)) => return Err(error),
-            // Waiting here would hold the whole batch (and what it locked): the caller tries it
-            // again after the commit.
-            Err(AppError::Busy | AppError::Unexpected(StoreError::Contended(_))) => {
-                savepoint.rollback().await?;
-                return Ok((Ended::SetAside, lost));
-            }
-            Err(error) => {
-                savepoint.rollback().await?;
-                return Ok((Ended::Settled(Box::new(Err(error))), lost));
-            }
-            Ok(stepped) => Ended::Settled(Box::new(Ok(stepped))),
-        };
-        savepoint.commit().await?;
-        return Ok((ended, lost));
-    }
+/// The indexes of `items`, in the order of their order ids (one order's items as they came).
+fn in_order_of_orders(items: &[Item]) -> Vec<usize> {
+    let mut sequence: Vec<usize> = (0..items.len()).collect();
+    sequence.sort_by_key(|&i| items[i].request.order_id());
+    sequence
 }
