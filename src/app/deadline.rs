@@ -27,6 +27,9 @@ tokio::task_local! {
 
 /// Runs `work` with `limit` from now to take effect, and gives up on it then (`None`).
 pub async fn within<F: Future>(limit: Duration, work: F) -> Option<F::Output> {
+    // Boxed once here rather than copied into each of the wrappers below: a command's future is
+    // kilobytes large (bench/README.md "Where the service's CPU goes").
+    let work = Box::pin(work);
     let deadline = Instant::now() + limit;
     tokio::time::timeout_at(deadline, DEADLINE.scope(deadline, work))
         .await

@@ -52,7 +52,8 @@ mod wakeup;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::PgPool;
+use sqlx::pool::PoolConnection;
+use sqlx::{PgPool, Postgres};
 
 pub use batch::{Item, ItemResult};
 pub use deadline::{UNATTENDED_LIMIT, bounded, within};
@@ -108,6 +109,13 @@ impl App {
         self.replay_exchange = exchange.into();
         self.replay_routes = routes;
         self
+    }
+
+    /// A connection of the pool, for one command or batch. The pool's future is kilobytes
+    /// large: boxed, it is not copied again into each future that awaits a command (bench/README.md
+    /// "Where the service's CPU goes").
+    async fn connection(&self) -> Result<PoolConnection<Postgres>, sqlx::Error> {
+        Box::pin(self.pool.acquire()).await
     }
 
     /// Whether the database answers now (within a short bound) and would take a write: what

@@ -101,7 +101,7 @@ impl App {
         command: &C,
         cause: &Cause,
     ) -> Result<Outcome<C::Output>, AppError> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.connection().await?;
         for _ in 0..MAX_ATTEMPTS {
             let stepped = step(&mut connection, command, cause).await;
             if let Some(settled) = self.conclude(stepped, cause) {

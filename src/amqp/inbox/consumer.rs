@@ -128,7 +128,10 @@ impl Consumer {
                             worker.received(delivery.delivery_tag).await;
                         }
                         let worker = worker.clone();
-                        in_flight.spawn(async move { worker.handle(batch).await });
+                        // Boxed: a batch's future is tens of kilobytes, which spawning would
+                        // otherwise copy several times (bench/README.md "Where the service's CPU
+                        // goes").
+                        in_flight.spawn(Box::pin(async move { worker.handle(batch).await }));
                     }
                     if let Some(end) = end {
                         break end;

@@ -28,7 +28,7 @@ impl App {
         items: &[Item],
         lock_wait: Duration,
     ) -> Result<Vec<(Ended, u64)>, AppError> {
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.connection().await?;
         let mut tx = connection.begin().await?;
         if items.len() > 1 {
             // Waiting long here would hold every other item of the batch, and what it locked.

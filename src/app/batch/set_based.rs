@@ -26,9 +26,9 @@ use crate::app::request::{Effect, Requested};
 use crate::app::runner::Step;
 use crate::app::{App, AppError, Outcome, deadline};
 use crate::domain::{LedgerEntry, Order, OrderId, TransferId};
+use crate::store;
 use crate::store::order_batches;
 use crate::store::order_changes::Snapshot;
-use crate::store;
 
 impl App {
     /// Every item in one transaction of at most [`MAX_LOST_IN_BATCH`] rounds of two statements,
@@ -45,7 +45,7 @@ impl App {
             .collect();
         let mut ended: Vec<Option<Ended>> = items.iter().map(|_| None).collect();
         let mut lost = vec![0_u64; items.len()];
-        let mut connection = self.pool.acquire().await?;
+        let mut connection = self.connection().await?;
         let mut tx = connection.begin().await?;
         if items.len() > 1 {
             // Waiting long here would hold every other item of the batch, and what it locked.
