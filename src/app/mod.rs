@@ -12,8 +12,8 @@
 //! After a change, the outbox relays are woken (`wakeup`).
 //!
 //! A door that receives commands mixed names them with one [`Request`] type; the consumer runs
-//! them in one transaction ([`App::apply_batch`], `batch.rs`), each step under a savepoint of its
-//! own (docs/messaging.md "Batched consumer commits").
+//! them in one transaction ([`App::apply_batch`], `batch/`), read and written in two statements,
+//! or each step under a savepoint of its own (docs/messaging.md "Batched consumer commits").
 //!
 //! `App`'s methods, by the file that holds them:
 //!
@@ -23,7 +23,7 @@
 //! | `place` | `place.rs` |
 //! | `record` (a payment or a refund) | `ledger.rs` |
 //! | `ship`, `cancel` | `status_change.rs` |
-//! | `apply_batch` (the consumer's batch of [`Request`]s) | `batch.rs` |
+//! | `apply_batch` (the consumer's batch of [`Request`]s) | `batch/` |
 //! | `expire_overdue` | `expiry.rs` |
 //! | `order`, `orders`, `payments`, `history` | `queries.rs` |
 //! | `park`, `dead_letter`, `dead_letters`, `parked_summary`, `parked_by_class` | `dead_letters/mod.rs` |

@@ -1,6 +1,6 @@
 //! The commands as one type: [`Request`] names any of them (place, record a payment or a
 //! refund, ship, cancel), so a door that receives them mixed — the AMQP consumer — hands them in
-//! together (`App::apply_batch`, `batch.rs`). Each request runs the very command its own
+//! together (`App::apply_batch`, `batch/`). Each request runs the very command its own
 //! method runs; this module only dispatches to it.
 
 use super::ledger::RecordTransfer;

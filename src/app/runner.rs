@@ -75,7 +75,7 @@ pub(super) struct Transition {
 }
 
 /// How one step (a command's attempt, or the replay of its key) ended, as the runner (or a
-/// batch, `batch.rs`) acts on it.
+/// batch, `batch/`) acts on it.
 pub(super) enum Step<T> {
     /// The command wrote a change: count it, wake the outbox relays (once it is committed).
     Applied(T, Written),
