@@ -25,11 +25,9 @@ tokio::task_local! {
     static DEADLINE: Instant;
 }
 
-/// Runs `work` with `limit` from now to take effect, and gives up on it then (`None`).
+/// Runs `work` with `limit` from now to take effect, and gives up on it then (`None`). `work` is
+/// held by value: a large one is boxed by the caller, as [`bounded`] does.
 pub async fn within<F: Future>(limit: Duration, work: F) -> Option<F::Output> {
-    // Boxed once here rather than copied into each of the wrappers below: a command's future is
-    // kilobytes large (bench/README.md "Where the service's CPU goes").
-    let work = Box::pin(work);
     let deadline = Instant::now() + limit;
     tokio::time::timeout_at(deadline, DEADLINE.scope(deadline, work))
         .await
@@ -50,6 +48,10 @@ pub async fn bounded<T, E>(work: impl Future<Output = Result<T, E>>) -> Result<T
 where
     E: From<StoreError>,
 {
+    // Boxed once, first: a command's or a batch's future is kilobytes large, and would otherwise
+    // be held twice here (as the argument, and inside `within`'s future) and copied into each
+    // wrapper (bench/README.md "Where the service's CPU goes").
+    let work = Box::pin(work);
     if remaining().is_some() {
         return work.await;
     }

@@ -111,11 +111,9 @@ impl App {
         self
     }
 
-    /// A connection of the pool, for one command or batch. The pool's future is kilobytes
-    /// large: boxed, it is not copied again into each future that awaits a command (bench/README.md
-    /// "Where the service's CPU goes").
+    /// A connection of the pool, for one command, query or batch ([`store::acquire`]).
     async fn connection(&self) -> Result<PoolConnection<Postgres>, sqlx::Error> {
-        Box::pin(self.pool.acquire()).await
+        store::acquire(&self.pool).await
     }
 
     /// Whether the database answers now (within a short bound) and would take a write: what

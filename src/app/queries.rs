@@ -53,7 +53,7 @@ pub struct OrderPage {
 
 impl App {
     pub async fn order(&self, id: OrderId) -> Result<Order, AppError> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.connection().await?;
         orders::find(&mut conn, id)
             .await?
             .ok_or(AppError::NotFound(id))

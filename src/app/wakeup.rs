@@ -13,7 +13,7 @@ use std::time::Duration;
 use sqlx::PgPool;
 use tokio::sync::Notify;
 
-use crate::store::{StoreError, outbox};
+use crate::store::{self, StoreError, outbox};
 
 /// The least time between two NOTIFYs of one process.
 pub const NOTIFY_EVERY: Duration = Duration::from_millis(5);
@@ -98,7 +98,7 @@ async fn announce(inner: Arc<Inner>) {
 }
 
 async fn send(pool: &PgPool) -> Result<(), StoreError> {
-    outbox::announce(&mut *pool.acquire().await?).await
+    outbox::announce(&mut *store::acquire(pool).await?).await
 }
 
 #[cfg(test)]

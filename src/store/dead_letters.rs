@@ -35,7 +35,7 @@ const LARGE_BODY_BYTES: usize = 1024 * 1024;
 /// Parks `letter`: a new row, or — the same message dead-lettered again — its row with `times` + 1,
 /// the latest reason and copy, `parked` again. Returns the row's id.
 pub async fn park(pool: &PgPool, letter: &NewDeadLetter) -> Result<DeadLetterId, StoreError> {
-    let mut connection = pool.acquire().await?;
+    let mut connection = super::acquire(pool).await?;
     if letter.body.len() > LARGE_BODY_BYTES {
         connection.close_on_drop();
     }

@@ -23,8 +23,9 @@ pub mod transitions;
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, PgPool};
+use sqlx::{ConnectOptions, Connection, PgPool, Postgres, Transaction};
 
 pub use error::StoreError;
 pub use failover::Database;
@@ -36,6 +37,19 @@ pub use failover::Database;
 pub enum Guarded<T> {
     Applied(T),
     Lost,
+}
+
+/// A connection of `pool`. sqlx's acquire future is large (about 14 KiB in a release build):
+/// boxed here, once, it is not copied into every future that awaits a statement of the service
+/// (bench/README.md "Where the service's CPU goes"). `clippy.toml`'s `future-size-threshold`
+/// keeps such futures from coming back.
+pub async fn acquire(pool: &PgPool) -> Result<PoolConnection<Postgres>, sqlx::Error> {
+    Box::pin(pool.acquire()).await
+}
+
+/// A transaction on a connection of `pool`, boxed as [`acquire`] is.
+pub async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+    Box::pin(pool.begin()).await
 }
 
 /// A text column read back as its domain type (a status, a kind, a source, …); a value that no

@@ -25,7 +25,7 @@ mod publish_batch;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use lapin::Event;
 use lapin::options::ConfirmSelectOptions;
 use sqlx::PgPool;
@@ -86,7 +86,7 @@ impl Relay {
     /// meanwhile watches the backlog (`outbox_watch`).
     pub async fn run(self, shutdown: CancellationToken) {
         let publishing = reconnecting("outbox relay", "relay", &self.ready, &shutdown, || async {
-            let ended = self.session(&shutdown).await;
+            let ended = Box::pin(self.session(&shutdown)).await;
             if ended.is_err() {
                 metrics::counter!("outbox_relay_failures_total").increment(1);
             }
@@ -131,7 +131,8 @@ impl Relay {
                 exchange: &self.exchange,
                 declared: &mut declared,
             };
-            let batch = publish_batch(&self.pool, self.config.batch_size, target).await;
+            // Boxed: a batch's future is kilobytes large, and would be copied into this loop's.
+            let batch = Box::pin(publish_batch(&self.pool, self.config.batch_size, target)).await;
             if batch.is_ok() {
                 self.progress.made();
                 self.ready.set_stalled(false);
@@ -179,8 +180,8 @@ impl Relay {
 
     async fn listen(&self) -> Option<PgListener> {
         let listening = async {
-            let mut listener = PgListener::connect_with(&self.pool).await?;
-            listener.listen(NOTIFY_CHANNEL).await?;
+            let mut listener = Box::pin(PgListener::connect_with(&self.pool)).await?;
+            Box::pin(listener.listen(NOTIFY_CHANNEL)).await?;
             Ok::<_, StoreError>(listener)
         };
         bounded(listening).await.ok()
@@ -224,7 +225,7 @@ async fn committed(wakeup: Option<&RelayWakeup>) {
 /// them all.
 fn drain(listener: &mut Option<PgListener>) {
     if let Some(listener) = listener {
-        while let Some(Ok(_)) = listener.recv().now_or_never() {}
+        while listener.next_buffered().is_some() {}
     }
 }
 
@@ -232,7 +233,8 @@ fn drain(listener: &mut Option<PgListener>) {
 /// `false` when the listener broke.
 async fn notified(listener: &mut Option<PgListener>) -> bool {
     match listener {
-        Some(listener) => listener.recv().await.is_ok(),
+        // Boxed: sqlx's receive future is kilobytes large, and this one waits in a `select!`.
+        Some(listener) => Box::pin(listener.recv()).await.is_ok(),
         None => std::future::pending().await,
     }
 }

@@ -121,7 +121,9 @@ pub(super) async fn publish_batch(
                 topology::declare_topic(target.channel, message.exchange.as_str()).await?;
             }
         }
-        let confirm = timeout_at(deadline, outbox_message::publish(target.channel, message))
+        // Boxed: lapin's publish future is kilobytes large, and would be copied per row.
+        let publish = Box::pin(outbox_message::publish(target.channel, message));
+        let confirm = timeout_at(deadline, publish)
             .await
             .map_err(|_| AmqpError::Timeout)??;
         in_flight.push(InFlight {

@@ -70,7 +70,7 @@ impl App {
     }
 
     pub async fn dead_letter(&self, id: DeadLetterId) -> Result<DeadLetterDetails, AppError> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.connection().await?;
         details(&mut conn, id).await
     }
 

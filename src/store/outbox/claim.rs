@@ -163,7 +163,7 @@ pub struct ClaimedBatch {
 /// transaction-scoped advisory lock), so events of one order are published in order even with
 /// several instances. `None`: another relay holds the lease, or nothing is waiting.
 pub async fn claim_batch(pool: &PgPool, limit: u32) -> Result<Option<ClaimedBatch>, StoreError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = crate::store::begin(pool).await?;
     let leased: bool = sqlx::query_scalar(
         "SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay'))",
     )
