@@ -164,21 +164,18 @@ pub struct ClaimedBatch {
 /// several instances. `None`: another relay holds the lease, or nothing is waiting.
 pub async fn claim_batch(pool: &PgPool, limit: u32) -> Result<Option<ClaimedBatch>, StoreError> {
     let mut tx = crate::store::begin(pool).await?;
-    let leased: bool = sqlx::query_scalar(
-        "SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay'))",
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    if !leased {
-        return Ok(None);
-    }
-    // Rows another transaction holds are skipped rather than waited for. Bodies of raw messages
-    // are read in a second step, only for the rows within the batch's byte budget.
+    // The lease is tried in the claim itself, once (an uncorrelated scalar subquery is an
+    // InitPlan: a one-time filter evaluated before the scan), which saves a round trip per batch.
+    // Not held: no row. Rows another transaction holds are skipped rather than waited for. Bodies
+    // of raw messages are read in a second step, only for the rows within the batch's byte budget.
     let mut rows = sqlx::query_as::<_, PendingRow>(
         "SELECT id, event_id, created_at, event_type, payload::text AS payload, exchange, \
          routing_key, properties::text AS properties, octet_length(body)::int8 AS body_bytes, \
          traceparent, tracestate \
-         FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+         FROM outbox \
+         WHERE (SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay'))) \
+           AND published_at IS NULL \
+         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
     )
     .bind(i64::from(limit))
     .fetch_all(&mut *tx)
