@@ -242,6 +242,36 @@ async fn while_the_broker_is_unreachable_events_wait_and_are_all_published_after
 }
 
 #[tokio::test]
+async fn while_one_relay_holds_a_batch_another_claims_nothing_and_claims_after_it_is_marked() {
+    let h = Harness::start().await;
+    place(&h.app, 100).await;
+    place(&h.app, 100).await;
+
+    // A relay's claimed batch holds the lease (and its rows) until it is finished.
+    let first = outbox::claim_batch(&h.db.pool, 1).await.unwrap().unwrap();
+    assert_eq!(first.rows.len(), 1);
+    assert!(
+        outbox::claim_batch(&h.db.pool, 10).await.unwrap().is_none(),
+        "a second relay claims nothing, not even the row the first left unclaimed"
+    );
+
+    let id = first.rows[0].as_ref().unwrap().id;
+    first.finish(&[id], &[]).await.unwrap();
+    let second = outbox::claim_batch(&h.db.pool, 10).await.unwrap().unwrap();
+    let ids: Vec<i64> = second
+        .rows
+        .iter()
+        .map(|row| row.as_ref().unwrap().id)
+        .collect();
+    assert_eq!(
+        ids.len(),
+        1,
+        "the lease is free again: the other row is claimed"
+    );
+    assert!(ids[0] > id);
+}
+
+#[tokio::test]
 async fn two_relays_publish_a_thousand_events_in_order_per_order() {
     let mut h = Harness::start().await;
     let queue = h.subscribe().await;
