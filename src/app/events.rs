@@ -35,6 +35,7 @@ pub struct OutboundEnvelope {
     #[serde(rename = "type")]
     pub event_type: &'static str,
     /// The `updated_at` of the order's version the change produced.
+    #[serde(serialize_with = "crate::app::json_time::serialize")]
     pub occurred_at: DateTime<Utc>,
     /// The order at that version, as the REST API shows it.
     pub data: OrderView,

@@ -37,6 +37,7 @@ mod error;
 mod events;
 mod expiry;
 pub mod field_schemas;
+pub mod json_time;
 mod keys;
 mod ledger;
 mod order_command;

@@ -83,7 +83,9 @@ pub struct OrderView {
     pub refund_required: bool,
     pub shipment: Option<ShipmentView>,
     pub cancellation_reason: Option<String>,
+    #[serde(serialize_with = "crate::app::json_time::serialize")]
     pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::app::json_time::serialize")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -163,6 +165,7 @@ pub struct LedgerEntryView {
     #[schema(example = "EUR")]
     pub currency: String,
     pub source: SourceView,
+    #[serde(serialize_with = "crate::app::json_time::serialize")]
     pub received_at: DateTime<Utc>,
 }
 
@@ -216,6 +219,7 @@ pub struct HistoryEntryView {
     /// The ledger entry recorded by this change, if any.
     pub transfer_id: Option<String>,
     pub cause: CauseView,
+    #[serde(serialize_with = "crate::app::json_time::serialize")]
     pub at: DateTime<Utc>,
 }
 
@@ -257,8 +261,10 @@ pub struct OrderEventView {
     /// The order's version the change produced.
     pub order_version: Option<i64>,
     /// When the change wrote it.
+    #[serde(serialize_with = "crate::app::json_time::serialize")]
     pub created_at: DateTime<Utc>,
     pub state: OrderEventStateView,
+    #[serde(serialize_with = "crate::app::json_time::serialize_option")]
     pub published_at: Option<DateTime<Utc>>,
     /// Why the relay set it aside, if it did.
     pub set_aside_reason: Option<String>,

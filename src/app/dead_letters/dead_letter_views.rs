@@ -105,6 +105,7 @@ pub struct ActionView {
     /// What the operator said about it (a discard's reason, say), if anything.
     #[schema(example = "sent twice by the shop's importer; the first copy applied")]
     pub note: Option<String>,
+    #[serde(serialize_with = "crate::app::json_time::serialize")]
     pub at: DateTime<Utc>,
 }
 
@@ -157,7 +158,9 @@ pub struct DeadLetterView {
     /// How many times it was dead-lettered (and parked).
     pub times: i32,
     pub status: DeadLetterStatusView,
+    #[serde(serialize_with = "crate::app::json_time::serialize")]
     pub first_dead_lettered_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::app::json_time::serialize")]
     pub last_dead_lettered_at: DateTime<Utc>,
     /// The replays and discards taken on it, newest first (the latest 20); only on a single dead
     /// letter, not in lists.
@@ -227,6 +230,7 @@ pub struct ParkedGroupView {
     pub event_type: Option<String>,
     pub count: i64,
     /// When the newest of them was dead-lettered.
+    #[serde(serialize_with = "crate::app::json_time::serialize")]
     pub last_dead_lettered_at: DateTime<Utc>,
 }
 
