@@ -38,7 +38,9 @@ pub enum PendingMessage {
     /// An order event: its envelope, to the outbound exchange with its type as the routing key.
     Event {
         event_type: String,
-        payload: serde_json::Value,
+        /// The envelope as Postgres renders the stored `jsonb`: valid JSON, published as it is
+        /// (decoding and encoding it again would change nothing a JSON reader sees).
+        payload: String,
     },
     /// A raw message (a replayed dead letter), published as it is.
     Raw {
@@ -90,11 +92,11 @@ struct PendingRow {
     event_id: Uuid,
     created_at: DateTime<Utc>,
     event_type: Option<String>,
-    /// `jsonb` read as text, decoded here row by row.
+    /// `jsonb` read as text.
     payload: Option<String>,
     exchange: Option<String>,
     routing_key: Option<String>,
-    /// Likewise.
+    /// `jsonb` read as text, decoded here row by row.
     properties: Option<String>,
     body_bytes: Option<i64>,
     traceparent: Option<String>,
@@ -116,7 +118,7 @@ impl PendingRow {
         let message = match (self.event_type, self.payload) {
             (Some(event_type), Some(payload)) => PendingMessage::Event {
                 event_type,
-                payload: json("payload", &payload).map_err(unreadable)?,
+                payload,
             },
             _ => match (
                 self.exchange,
