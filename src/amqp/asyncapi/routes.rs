@@ -57,9 +57,10 @@ impl<'a> Routes<'a> {
             let binding = bindings::exchange(&t.inbound_exchange, "topic", self.vhost);
             self.channel(&channel, name, &description, binding, &[name]);
             let description = format!(
-                "Applied in one transaction with up to {} ({}) deliveries taken together, each \
-                 under a savepoint of its own, and acknowledged after that commit; a duplicate \
-                 changes nothing. Premature ⇒ `retry`; never applicable ⇒ `deadLetter`. Up to \
+                "Applied in one transaction with up to {} ({}) deliveries taken together (one \
+                 read and one write statement for all of them), and acknowledged after that \
+                 commit; each gets the answer it would get alone, and a duplicate changes \
+                 nothing. Premature ⇒ `retry`; never applicable ⇒ `deadLetter`. Up to \
                  {} ({}) messages are handled at once.",
                 setting("amqp_batch_size"),
                 self.config.batch_size,
