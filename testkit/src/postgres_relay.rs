@@ -14,11 +14,15 @@
 //! Whether a statement runs outside a transaction is what the server last said in its
 //! `ReadyForQuery` (`I`: idle); whether it modifies data is a guess from its text (see
 //! [`modifies`]), enough for the statements of this service.
+//!
+//! It also counts the client's pings ([`Watched::pings`]): a `Sync` with nothing before it since
+//! the last round trip, which asks the server for nothing but its `ReadyForQuery` (how sqlx checks
+//! a connection).
 
 use std::collections::HashSet;
 use std::io;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -38,12 +42,21 @@ pub enum CommitCut {
 const SSL_REQUEST: u32 = 80_877_103;
 const GSSENC_REQUEST: u32 = 80_877_104;
 
+/// What the Postgres connections of one proxy share with the test that owns it.
+#[derive(Default)]
+pub struct Watched {
+    /// The cut to make at the next commit, if any (taken: one shot).
+    pub armed: Mutex<Option<CommitCut>>,
+    /// The pings the clients sent.
+    pub pings: AtomicU64,
+}
+
 /// Relays `client` to `server` until either side closes, or until the connection is cut at a
-/// commit because `armed` held a cut (taken: one shot).
+/// commit because `watched` held a cut.
 pub async fn relay(
     mut client: TcpStream,
     mut server: TcpStream,
-    armed: &Mutex<Option<CommitCut>>,
+    watched: &Watched,
 ) -> io::Result<()> {
     startup(&mut client, &mut server).await?;
     let (client_in, mut client_out) = client.split();
@@ -51,7 +64,7 @@ pub async fn relay(
     let session = Session::default();
     // Both directions are polled by this one future: neither waits on the other's writes.
     tokio::select! {
-        ended = frontend(BufReader::new(client_in), &mut server_out, &session, armed) => ended,
+        ended = frontend(BufReader::new(client_in), &mut server_out, &session, watched) => ended,
         ended = backend(BufReader::new(server_in), &mut client_out, &session) => ended,
     }
 }
@@ -91,19 +104,26 @@ impl Session {
     }
 }
 
-/// Client to server: forwards each message, and cuts at a commit if a cut is armed.
+/// Client to server: forwards each message, counts pings, and cuts at a commit if a cut is
+/// armed.
 async fn frontend(
     mut from: impl AsyncRead + Unpin,
     to: &mut (impl AsyncWrite + Unpin),
     session: &Session,
-    armed: &Mutex<Option<CommitCut>>,
+    watched: &Watched,
 ) -> io::Result<()> {
     // Names of the prepared statements that modify data.
     let mut modifying = HashSet::new();
     // Whether the messages since the last `Sync` bind such a statement.
     let mut binds_modifying = false;
+    // Whether nothing was sent since the last round trip (a `Sync` or a simple query) ended.
+    let mut bare = true;
     loop {
         let message = Message::read(&mut from).await?;
+        if message.kind == b'S' && bare {
+            watched.pings.fetch_add(1, Ordering::SeqCst);
+        }
+        bare = matches!(message.kind, b'S' | b'Q');
         let commits = match message.kind {
             b'Q' => {
                 let [sql] = message.strings();
@@ -127,7 +147,7 @@ async fn frontend(
             _ => false,
         };
         let cut = if commits {
-            armed.lock().unwrap().take()
+            watched.armed.lock().unwrap().take()
         } else {
             None
         };

@@ -2,25 +2,27 @@
 //! test can make a dependency unreachable (and reachable again) without touching the shared
 //! server other tests use. A proxy to Postgres ([`Proxy::postgres`]) can also cut one
 //! connection at the commit of a transaction ([`Proxy::cut_next_commit`]), so that its client
-//! cannot know whether the transaction committed.
+//! cannot know whether the transaction committed, and counts its clients' pings
+//! ([`Proxy::pings`]).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 pub use crate::postgres_relay::CommitCut;
-use crate::postgres_relay::relay as relay_postgres;
+use crate::postgres_relay::{Watched, relay as relay_postgres};
 
 pub struct Proxy {
     pub port: u16,
     up: Arc<AtomicBool>,
     turned_away: Arc<AtomicU64>,
     cut: watch::Sender<u64>,
-    /// The cut [`Proxy::cut_next_commit`] armed; taken by the first commit through the proxy.
-    at_commit: Arc<Mutex<Option<CommitCut>>>,
+    /// What its Postgres connections report and obey: the cut [`Proxy::cut_next_commit`] armed,
+    /// taken by the first commit through the proxy, and the pings counted.
+    watched: Arc<Watched>,
 }
 
 impl Proxy {
@@ -45,8 +47,8 @@ impl Proxy {
         let accepting = up.clone();
         let refusals = turned_away.clone();
         let cuts = cut.clone();
-        let at_commit = Arc::new(Mutex::new(None));
-        let armed = at_commit.clone();
+        let watched = Arc::new(Watched::default());
+        let shared = watched.clone();
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 if !accepting.load(Ordering::SeqCst) {
@@ -55,13 +57,13 @@ impl Proxy {
                     continue;
                 }
                 let mut cut = cuts.subscribe();
-                let armed = armed.clone();
+                let shared = shared.clone();
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(target).await else {
                         return;
                     };
                     tokio::select! {
-                        _ = relay(client, server, postgres.then_some(&*armed)) => {}
+                        _ = relay(client, server, postgres.then_some(&*shared)) => {}
                         _ = cut.changed() => {}
                     }
                 });
@@ -72,19 +74,25 @@ impl Proxy {
             up,
             turned_away,
             cut,
-            at_commit,
+            watched,
         }
     }
 
     /// Cuts the connection of the next transaction to commit through this proxy, as `how`
     /// says; one shot: the commits after it go through. Only a [`Proxy::postgres`] sees commits.
     pub fn cut_next_commit(&self, how: CommitCut) {
-        *self.at_commit.lock().unwrap() = Some(how);
+        *self.watched.armed.lock().unwrap() = Some(how);
     }
 
     /// No cut is armed any more: the one [`Proxy::cut_next_commit`] armed has happened.
     pub fn commit_was_cut(&self) -> bool {
-        self.at_commit.lock().unwrap().is_none()
+        self.watched.armed.lock().unwrap().is_none()
+    }
+
+    /// How many pings (a `Sync` alone: a connection check, not a statement) its clients sent to
+    /// Postgres so far. Only a [`Proxy::postgres`] counts them.
+    pub fn pings(&self) -> u64 {
+        self.watched.pings.load(Ordering::SeqCst)
     }
 
     /// Drops every open connection and refuses new ones until [`Proxy::restore`].
@@ -104,15 +112,11 @@ impl Proxy {
     }
 }
 
-/// Relays one connection until either side closes: message by message with the cuts `armed` to
-/// Postgres holds, else byte for byte.
-async fn relay(
-    mut client: TcpStream,
-    mut server: TcpStream,
-    armed: Option<&Mutex<Option<CommitCut>>>,
-) {
-    let _ = match armed {
-        Some(armed) => relay_postgres(client, server, armed).await,
+/// Relays one connection until either side closes: message by message to Postgres, `watched`,
+/// else byte for byte.
+async fn relay(mut client: TcpStream, mut server: TcpStream, watched: Option<&Watched>) {
+    let _ = match watched {
+        Some(watched) => relay_postgres(client, server, watched).await,
         None => tokio::io::copy_bidirectional(&mut client, &mut server)
             .await
             .map(drop),

@@ -19,6 +19,7 @@ mod openapi;
 mod ops;
 mod orders;
 mod payments;
+mod pool_checks;
 mod races;
 mod refunds;
 mod serving;
