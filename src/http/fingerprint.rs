@@ -16,7 +16,8 @@ pub fn of_request(method: &str, path: &str, body: &serde_json::Value) -> Fingerp
     hasher.update(path.as_bytes());
     hasher.update(b"\n");
     hasher.update(&canonical);
-    Fingerprint::new(hex::encode(hasher.finalize()))
+    // sha2's digest writes its lowercase hex whole; `hex::encode` builds it a `char` at a time.
+    Fingerprint::new(format!("{:x}", hasher.finalize()))
 }
 
 /// JSON with object keys sorted and no insignificant whitespace, whatever order the client used.

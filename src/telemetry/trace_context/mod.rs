@@ -46,8 +46,13 @@ impl<const N: usize> W3cId<N> {
 }
 
 impl<const N: usize> fmt::Display for W3cId<N> {
+    /// Lowercase hex, written whole: `hex::encode` builds a `String` one `char` at a time, which
+    /// showed in the profile of every request (bench/README.md "Where the service's CPU goes").
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&hex::encode(self.0))
+        let mut buffer = [0; 64];
+        let digits = buffer.get_mut(..2 * N).ok_or(fmt::Error)?;
+        hex::encode_to_slice(self.0, digits).map_err(|_| fmt::Error)?;
+        f.write_str(std::str::from_utf8(digits).map_err(|_| fmt::Error)?)
     }
 }
 
