@@ -12,11 +12,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use sqlx::{Connection, PgConnection, PgPool};
+use sqlx::PgPool;
 
 use order_service::{config, store};
-use order_service_testkit::TestDb;
 use order_service_testkit::proxy::Proxy;
+use order_service_testkit::{TestDb, eventually};
 
 /// How long a test waits for what must happen soon (a rollback reaching Postgres): patience
 /// for a loaded machine, not a measure of speed.
@@ -114,25 +114,20 @@ async fn a_transaction_dropped_unfinished_rolls_back_when_its_connection_is_give
     // uses the pool again: only its release can send the rollback.
     drop(tx);
 
-    let mut other = PgConnection::connect(&db.url).await.expect("a connection");
-    let freed = tokio::time::timeout(PATIENCE, async {
-        loop {
+    let admin = &db.pool;
+    eventually(
+        "the dropped transaction's lock to be free",
+        PATIENCE,
+        || async move {
             let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
                 .bind(key)
-                .fetch_one(&mut other)
+                .fetch_one(admin)
                 .await
                 .expect("the try");
-            if taken {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
+            taken.then_some(())
+        },
+    )
     .await;
-    assert!(
-        freed.is_ok(),
-        "the dropped transaction still holds its lock"
-    );
 }
 
 /// A pool of one connection to `db` through a proxy that counts the pings it carries.
@@ -162,13 +157,11 @@ async fn backend_pid(pool: &PgPool) -> i32 {
         .expect("its backend")
 }
 
-/// Ends backend `pid` of `db` from a connection of its own, as an administrator or a restart
-/// would.
+/// Ends backend `pid` of `db` from another connection, as an administrator or a restart would.
 async fn terminate(db: &TestDb, pid: i32) {
-    let mut admin = PgConnection::connect(&db.url).await.expect("a connection");
     let ended: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
         .bind(pid)
-        .fetch_one(&mut admin)
+        .fetch_one(&db.pool)
         .await
         .expect("terminate");
     assert!(ended, "backend {pid} was there to end");
@@ -176,24 +169,18 @@ async fn terminate(db: &TestDb, pid: i32) {
 
 /// Until backend `pid` runs `statement`.
 async fn wait_until_running(db: &TestDb, pid: i32, statement: &str) {
-    let mut admin = PgConnection::connect(&db.url).await.expect("a connection");
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let running: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query = $2 \
-                 AND state = 'active')",
-            )
-            .bind(pid)
-            .bind(statement)
-            .fetch_one(&mut admin)
-            .await
-            .expect("pg_stat_activity");
-            if running {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let admin = &db.pool;
+    eventually("the statement to run", PATIENCE, || async move {
+        let running: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query = $2 \
+             AND state = 'active')",
+        )
+        .bind(pid)
+        .bind(statement)
+        .fetch_one(admin)
+        .await
+        .expect("pg_stat_activity");
+        running.then_some(())
     })
-    .await
-    .expect("the statement started");
+    .await;
 }
