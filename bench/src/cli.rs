@@ -76,6 +76,13 @@ pub struct Cli {
     #[arg(long = "service-env", value_parser = parse_env)]
     pub service_env: Vec<(String, String)>,
 
+    /// Extra `NAME=VALUE` environment for the service of the REST measurements only, after
+    /// `--service-env` (repeatable): `--rest-service-env AMQP_ENABLED=false` measures REST without
+    /// the outbox relay, so the difference is what publishing its events costs; recorded in the
+    /// report's command.
+    #[arg(long = "rest-service-env", value_parser = parse_env)]
+    pub rest_service_env: Vec<(String, String)>,
+
     /// Postgres server (the bench creates, and drops at the end, databases of its own).
     #[arg(
         long,
@@ -131,6 +138,8 @@ pub struct Plan {
     pub duplicate_orders: usize,
     /// Extra environment of every service process.
     pub service_env: Vec<(String, String)>,
+    /// Extra environment of the REST measurements' service, after `service_env`.
+    pub rest_service_env: Vec<(String, String)>,
 }
 
 impl Plan {
@@ -159,6 +168,7 @@ impl Plan {
                 curve_orders: 20,
                 duplicate_orders: 20,
                 service_env: cli.service_env.clone(),
+                rest_service_env: cli.rest_service_env.clone(),
             };
         }
         let duration = Duration::from_secs_f64(cli.duration.max(0.1));
@@ -175,6 +185,7 @@ impl Plan {
             curve_orders: (cli.orders / 4).max(50),
             duplicate_orders: cli.orders.clamp(1, 1_000),
             service_env: cli.service_env.clone(),
+            rest_service_env: cli.rest_service_env.clone(),
         }
     }
 
@@ -236,5 +247,15 @@ mod tests {
         ]);
         assert_eq!(plan.service_env_value::<u16>("AMQP_PREFETCH"), Some(32));
         assert_eq!(plan.service_env_value::<u32>("DB_MAX_CONNECTIONS"), None);
+    }
+
+    #[test]
+    fn the_rest_service_env_is_kept_apart_from_the_one_every_service_gets() {
+        let plan = plan(&["--rest-service-env", "AMQP_ENABLED=false"]);
+        assert!(plan.service_env.is_empty());
+        assert_eq!(
+            plan.rest_service_env,
+            [("AMQP_ENABLED".to_owned(), "false".to_owned())]
+        );
     }
 }

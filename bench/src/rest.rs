@@ -32,13 +32,20 @@ impl Target {
         let scratch = &bench.scratch;
         let (amqp, topology) = scratch.topology(label).await?;
         let db = scratch.database(label);
+        let plan = &bench.plan;
+        let env: Vec<_> = plan
+            .service_env
+            .iter()
+            .chain(&plan.rest_service_env)
+            .cloned()
+            .collect();
         let (service, _) = Service::start(Spec {
             bin: &bench.service_bin,
             db: &db,
             amqp: &amqp,
             amqp_url: &scratch.amqp_url,
             overrides: Overrides::default(),
-            env: &bench.plan.service_env,
+            env: &env,
             log: scratch.log_dir.join(format!("{label}.log")),
         })
         .await?;
