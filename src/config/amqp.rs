@@ -43,11 +43,12 @@ pub struct AmqpConfig {
     #[arg(long, global = true, env = "AMQP_PREFETCH", default_value_t = DEFAULT_AMQP_PREFETCH)]
     pub prefetch: u16,
 
-    /// Deliveries applied together in one transaction, each under a savepoint, and acknowledged
-    /// after its commit (docs/messaging.md "Batched consumer commits"); 1 applies each on its own.
-    /// At most `AMQP_PREFETCH` are ever held, so a larger batch is never full; at most 64, as more
-    /// savepoints that write in one transaction overflow Postgres' per-session cache of them and
-    /// slow every session's snapshots.
+    /// Deliveries applied together in one transaction and acknowledged after its commit
+    /// (docs/messaging.md "Batched consumer commits"); 1 applies each on its own. A batch takes
+    /// at most `AMQP_PREFETCH` of them, as no more are ever held; at most 64, as a batch applied
+    /// again one message at a time puts each under a savepoint, and more savepoints that write in
+    /// one transaction overflow Postgres' per-session cache of them and slow every session's
+    /// snapshots.
     #[arg(id = "amqp_batch_size", long = "amqp-batch-size", global = true, env = "AMQP_BATCH_SIZE", default_value_t = DEFAULT_AMQP_BATCH_SIZE, value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_AMQP_BATCH_SIZE)))]
     pub batch_size: u16,
 
@@ -118,6 +119,18 @@ impl AmqpConfig {
             outbound_exchange: format!("{prefix}.order-events"),
             ..self
         }
+    }
+
+    /// The most deliveries one batch takes: `batch_size`, but never more than `prefetch` (0 sets
+    /// no prefetch limit). The broker sends no more than `prefetch` unacknowledged deliveries,
+    /// and a batch acknowledges its own only after its commit: a batch waiting for more would
+    /// wait out `batch_wait_ms` every time (docs/messaging.md "Batched consumer commits").
+    pub fn batch_limit(&self) -> usize {
+        let size = self.batch_size.max(1);
+        usize::from(match self.prefetch {
+            0 => size,
+            prefetch => size.min(prefetch),
+        })
     }
 
     /// [`AmqpConfig::batch_wait_ms`] as a duration.

@@ -283,6 +283,24 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_takes_no_more_than_the_prefetch_lets_the_broker_send() {
+        let limit = |batch_size, prefetch| {
+            AmqpConfig {
+                prefetch,
+                batch_size,
+                ..AmqpConfig::default()
+            }
+            .batch_limit()
+        };
+        assert_eq!(limit(16, 16), 16);
+        assert_eq!(limit(8, 64), 8);
+        assert_eq!(limit(16, 4), 4);
+        assert_eq!(limit(16, 1), 1);
+        // A prefetch of 0 is no limit at all.
+        assert_eq!(limit(16, 0), 16);
+    }
+
+    #[test]
     fn a_urls_password_is_redacted_and_the_rest_kept() {
         assert_eq!(
             redact_url("amqp://guest:guest@127.0.0.1:5672/%2f"),

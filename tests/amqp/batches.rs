@@ -170,6 +170,33 @@ async fn a_batch_applies_its_good_messages_and_settles_a_poison_a_premature_and_
 }
 
 #[tokio::test]
+async fn a_batch_larger_than_the_prefetch_goes_when_the_prefetch_is_full_not_after_its_wait() {
+    // The broker sends 2 at a time and the batch would wait ten minutes for 16: only a batch
+    // that stops at the prefetch settles within the test's patience.
+    let mut h = Harness::start_with(AmqpConfig {
+        prefetch: 2,
+        ..batches_of(16)
+    })
+    .await;
+    let orders = [Uuid::new_v4(), Uuid::new_v4()];
+    for (i, order) in orders.iter().enumerate() {
+        h.place(&format!("place-{i}"), *order, 1000).await;
+        h.pay(&format!("pay-{i}"), *order, &format!("t-{i}"), 1000)
+            .await;
+    }
+    h.spawn_consumer();
+
+    eventually("the four messages to be settled", WAIT, || async {
+        (h.settled() == 4).then_some(())
+    })
+    .await;
+    for order in orders {
+        assert_eq!(h.order_state(order).await, Some(("PAID".into(), 2, 1000)));
+    }
+    assert!(h.take_dead_letters().await.is_empty());
+}
+
+#[tokio::test]
 async fn duplicates_in_one_batch_are_written_once() {
     let mut h = Harness::start_with(batches_of(7)).await;
     let order = Uuid::new_v4();

@@ -182,14 +182,15 @@ async fn refuse_oversized(
     Ok(kept)
 }
 
-/// A batch: `first` and the deliveries that follow it, up to `AMQP_BATCH_SIZE`, waiting at most
+/// A batch: `first` and the deliveries that follow it, up to `AMQP_BATCH_SIZE` (and never more
+/// than the prefetch lets the broker send: [`AmqpConfig::batch_limit`]), waiting at most
 /// `AMQP_BATCH_WAIT_MS` after `first` for them. Also how the stream ended, if it did meanwhile.
 async fn collect(
     first: Delivery,
     deliveries: &mut lapin::Consumer,
     config: &AmqpConfig,
 ) -> (Vec<Delivery>, Option<Result<(), AmqpError>>) {
-    let size = usize::from(config.batch_size.max(1));
+    let size = config.batch_limit();
     let mut batch = Vec::with_capacity(size);
     batch.push(first);
     let deadline = tokio::time::Instant::now() + config.batch_wait();
