@@ -108,14 +108,15 @@ pub async fn wait_for_locks_at_most(
     Ok(())
 }
 
-/// A connection that waited in the pool longer than this is pinged before it is handed out
-/// again. A fresher one is not: it answered its last statement less than this ago, and a socket
-/// broken since fails that caller's first statement, and the connection is dropped when given
-/// back (docs/architecture.md "Connection checks").
-pub const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
+/// A connection that waited in the pool longer than this is checked before it is handed out
+/// again: pinged, or with several hosts asked its role (`failover`). A fresher one is not: it
+/// answered its last statement less than this ago, and a socket broken since fails that caller's
+/// first statement, and the connection is dropped when given back (docs/architecture.md
+/// "Connection checks").
+pub const CHECK_IDLE_AFTER: Duration = Duration::from_secs(1);
 
 /// A lazily connecting pool: the service starts (and reports not-ready) while Postgres is down.
-/// A connection is pinged only after [`PING_IDLE_AFTER`] idle, not at every acquire as sqlx
+/// A connection is pinged only after [`CHECK_IDLE_AFTER`] idle, not at every acquire as sqlx
 /// would: that ping was a round trip in every request.
 pub fn pool(options: PgConnectOptions, max_connections: u32) -> PgPool {
     PgPoolOptions::new()
@@ -124,7 +125,7 @@ pub fn pool(options: PgConnectOptions, max_connections: u32) -> PgPool {
         .test_before_acquire(false)
         .before_acquire(|conn, meta| {
             Box::pin(async move {
-                if meta.idle_for < PING_IDLE_AFTER {
+                if meta.idle_for < CHECK_IDLE_AFTER {
                     return Ok(true);
                 }
                 conn.ping().await.map(|()| true)

@@ -2,7 +2,7 @@
 //! steady use goes back and forth between the pool and its callers without a ping of its own
 //! (sqlx pinged it at every acquire and every release: two round trips per command), yet a dead
 //! one is still never handed out twice:
-//! - one that waited in the pool for [`store::PING_IDLE_AFTER`] is pinged before it is handed
+//! - one that waited in the pool for [`store::CHECK_IDLE_AFTER`] is pinged before it is handed
 //!   out, and replaced if it does not answer (`store::pool`);
 //! - one given back with an answer still due (its statement failed or was dropped midway) reads
 //!   that answer first, and is dropped if its socket broke; a transaction dropped unfinished is
@@ -50,7 +50,7 @@ async fn a_connection_that_waited_in_the_pool_is_pinged_once_before_it_is_handed
     let (pool, proxy) = pool_behind_proxy(&db).await;
     let first = backend_pid(&pool).await;
 
-    tokio::time::sleep(store::PING_IDLE_AFTER + Duration::from_millis(200)).await;
+    tokio::time::sleep(store::CHECK_IDLE_AFTER + Duration::from_millis(200)).await;
     let pings = proxy.pings();
     let second = backend_pid(&pool).await;
     // Given back and taken again: its release is over.
@@ -67,7 +67,7 @@ async fn a_connection_its_server_let_go_while_it_waited_is_replaced() {
     let first = backend_pid(&pool).await;
 
     terminate(&db, first).await;
-    tokio::time::sleep(store::PING_IDLE_AFTER + Duration::from_millis(200)).await;
+    tokio::time::sleep(store::CHECK_IDLE_AFTER + Duration::from_millis(200)).await;
     let second = backend_pid(&pool).await;
 
     assert_ne!(first, second, "a fresh connection, on a new backend");

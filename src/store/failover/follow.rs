@@ -11,8 +11,8 @@
 //!   a connection cut by a failover, left on a node turned read-only, or on a node that stopped
 //!   answering (a paused VM: its socket stays open and silent) is dropped, never handed out
 //!   again, and never holds a place in the pool for longer than the timeout;
-//! - one that waited in the idle queue longer than [`WATCH_EVERY`] is asked again before it is
-//!   handed out (`before_acquire`, in place of sqlx's ping); a fresher one is not: it was
+//! - one that waited in the idle queue longer than [`CHECK_IDLE_AFTER`] is asked again before
+//!   it is handed out (`before_acquire`, in place of sqlx's ping); a fresher one is not: it was
 //!   checked when given back, less than a second ago. Should its node have changed role since
 //!   without cutting it (pg_auto_failover and Patroni restart a demoted primary, which cuts
 //!   every connection), its write fails (25006: 503, or the message waits) and the check on its
@@ -30,6 +30,7 @@ use sqlx::{PgConnection, PgPool};
 use tokio::sync::Notify;
 
 use super::{Database, Node, wrong_role};
+use crate::store::CHECK_IDLE_AFTER;
 
 /// How often the watcher asks the chosen node its role.
 pub const WATCH_EVERY: Duration = Duration::from_secs(1);
@@ -74,7 +75,7 @@ pub fn pool(database: Database, max_connections: u32) -> PgPool {
         .before_acquire(move |conn, meta| {
             let shared = Arc::clone(&on_acquire);
             Box::pin(async move {
-                if meta.idle_for < WATCH_EVERY {
+                if meta.idle_for < CHECK_IDLE_AFTER {
                     return Ok(true);
                 }
                 shared.still_acceptable(conn).await
