@@ -13,6 +13,7 @@ mod expiry;
 mod helpers;
 mod idempotency;
 mod idempotency_header;
+mod key_across_endpoints;
 mod lifecycle;
 mod limits;
 mod openapi;
