@@ -6,7 +6,7 @@
 use std::str::FromStr;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
@@ -58,8 +58,10 @@ where
             ));
         }
         let method = req.method().as_str().to_owned();
-        let path = req.uri().path().to_owned();
-        let trace = super::trace::context_of(req.extensions());
+        let (mut parts, body) = req.into_parts();
+        let path = canonical_path(&mut parts, state).await;
+        let trace = super::trace::context_of(&parts.extensions);
+        let req = Request::from_parts(parts, body);
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 payload_too_large()
@@ -76,6 +78,29 @@ where
             trace,
         })
     }
+}
+
+/// The path as the service reads it, for the fingerprint: the route's template with each
+/// parameter in the form its handler parses it to. An id is a UUID however the client spelled it
+/// (upper-case, braced, without hyphens, percent-encoded), so every spelling of one order's
+/// cancel is one request (docs/contract.md "Idempotency-Key"). A request no route matched keeps
+/// its path as sent.
+async fn canonical_path<S: Send + Sync>(parts: &mut Parts, state: &S) -> String {
+    let Some(template) = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned())
+    else {
+        return parts.uri.path().to_owned();
+    };
+    let Ok(Path(params)) = Path::<Vec<(String, String)>>::from_request_parts(parts, state).await
+    else {
+        return parts.uri.path().to_owned();
+    };
+    params.iter().fold(template, |path, (name, value)| {
+        let read = uuid::Uuid::parse_str(value).map_or_else(|_| value.clone(), |id| id.to_string());
+        path.replace(&format!("{{{name}}}"), &read)
+    })
 }
 
 /// A body that is not JSON, or repeats a key, is malformed (400); well-formed JSON of another

@@ -23,6 +23,7 @@ mod payments;
 mod pool_checks;
 mod races;
 mod refunds;
+mod request_fingerprint;
 mod serving;
 mod strict_bodies;
 mod upgrade;
