@@ -9,7 +9,7 @@ use strum::{AsRefStr, Display, EnumString, IntoStaticStr};
 use super::events::EventType;
 use super::history::Source;
 use super::ids::{OrderId, TransferId};
-use super::money::Money;
+use super::money::{MAX_SUM_MINOR, Money};
 use super::order::{Change, Decision, DomainError, Order};
 use super::status::{Command, OrderStatus, TransitionKind, transition};
 
@@ -114,6 +114,7 @@ impl Order {
         let paid_minor = self
             .paid_minor
             .checked_add(money.minor.get())
+            .filter(|sum| *sum <= MAX_SUM_MINOR)
             .ok_or(DomainError::LedgerOverflow)?;
         let covered = paid_minor >= self.amount.minor.get();
         let status = match transition(Some(self.status), Command::CompletePayment) {
@@ -202,6 +203,17 @@ mod tests {
         assert_eq!(change.next.paid_minor, 40);
         assert_eq!(change.next.version.get(), 2);
         assert!(change.events.is_empty());
+    }
+
+    #[test]
+    fn a_payment_that_would_take_the_paid_sum_past_2_pow_53_minus_1_is_refused() {
+        let near = order(Paid, 100, MAX_SUM_MINOR - 10);
+        assert_eq!(paying(&near, 10).next.paid_minor, MAX_SUM_MINOR);
+        assert_eq!(
+            near.record_payment(&money(11, "EUR")),
+            Err(DomainError::LedgerOverflow)
+        );
+        assert!(!DomainError::LedgerOverflow.may_succeed_later());
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub use history::{CLI_CLIENT, Cause, HistoryEntry, KeyScope, RecordedCause, Sour
 pub use idempotency::{Fingerprint, IdempotencyKey};
 pub use ids::{ClientId, CustomerId, DeadLetterId, EventId, OrderId, TransferId};
 pub use ledger::{Direction, LedgerEntry, Payment, Refund, Transfer};
-pub use money::{AmountMinor, Currency, Money};
+pub use money::{AmountMinor, Currency, MAX_SUM_MINOR, Money};
 pub use order::{Change, Decision, DomainError, NewOrder, Order, PAYMENT_TIMEOUT_REASON, Shipment};
 pub use replay_routes::{ReplayRoutes, Unreplayable};
 pub use status::{Command, OrderStatus, Refusal, TransitionKind, transition};

@@ -83,6 +83,12 @@ impl AmountMinor {
     }
 }
 
+/// The largest sum of money one order holds: `paid_minor`, and with it `refunded_minor` (never
+/// more than was paid) and the refund due. 2^53 − 1 is the largest integer a JSON number read as
+/// a double (JavaScript, the console, most JSON libraries) carries exactly, so every figure the
+/// API, the events and the console carry stays exact (docs/contract.md "Money").
+pub const MAX_SUM_MINOR: i64 = (1 << 53) - 1;
+
 /// An amount with its currency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Money {
@@ -129,6 +135,14 @@ mod tests {
         assert!(AmountMinor::parse(0).is_err());
         assert!(AmountMinor::parse(-5).is_err());
         assert!(AmountMinor::parse(AmountMinor::MAX + 1).is_err());
+    }
+
+    #[test]
+    fn the_largest_sum_is_the_largest_integer_a_double_holds_exactly() {
+        assert_eq!(MAX_SUM_MINOR, 9_007_199_254_740_991);
+        // Precision is lost one past it: a double cannot tell 2^53 + 1 from 2^53.
+        assert_eq!((MAX_SUM_MINOR as f64) as i64, MAX_SUM_MINOR);
+        assert_eq!(((MAX_SUM_MINOR + 2) as f64) as i64, MAX_SUM_MINOR + 1);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::events::EventType;
 use super::ids::{CustomerId, OrderId, TransferId};
-use super::money::{Currency, Money};
+use super::money::{Currency, MAX_SUM_MINOR, Money};
 use super::status::{Command, OrderStatus, Refusal, TransitionKind, transition};
 use super::text::{BoundedText, ValidationError};
 use super::version::Version;
@@ -92,7 +92,10 @@ pub enum DomainError {
     TransferConflict(TransferId),
     #[error("currency {transfer} differs from the order's currency {order}")]
     CurrencyMismatch { order: Currency, transfer: Currency },
-    #[error("the order's ledger total would overflow")]
+    #[error(
+        "the order's payments would add up to more than {MAX_SUM_MINOR} minor units (2^53 - 1), \
+         the largest sum a JSON number carries exactly"
+    )]
     LedgerOverflow,
     #[error("a refund of {refund} exceeds the {held} the order holds")]
     RefundExceedsBalance { refund: i64, held: i64 },

@@ -13,6 +13,7 @@ mod endpoints;
 mod helpers;
 mod hostile;
 mod memory;
+mod money_bounds;
 mod raw_amqp;
 mod refunds;
 mod relay;

@@ -327,3 +327,68 @@ async fn payments_on_a_shipped_order_are_recorded_and_require_a_refund() {
         ]
     );
 }
+
+/// Seeds `order`'s ledger straight into the database with `count` payments of 10^12 (what it
+/// would take hours of requests to pay), so the order holds `count × 10^12`.
+async fn seed_paid(app: &TestApp, order: Uuid, count: i64) -> i64 {
+    let held = count * 1_000_000_000_000;
+    sqlx::query(
+        "INSERT INTO transfers (transfer_id, order_id, amount_minor, currency, source) \
+         SELECT 'seed-' || n, $1, 1000000000000, 'EUR', 'api' FROM generate_series(1, $2) AS n",
+    )
+    .bind(order)
+    .bind(count)
+    .execute(&app.pool)
+    .await
+    .expect("seed the ledger");
+    sqlx::query("UPDATE orders SET paid_minor = $2 WHERE id = $1")
+        .bind(order)
+        .bind(held)
+        .execute(&app.pool)
+        .await
+        .expect("seed the paid sum");
+    held
+}
+
+#[tokio::test]
+async fn a_payment_that_would_take_the_paid_sum_past_2_pow_53_minus_1_is_422_and_changes_nothing() {
+    let app = TestApp::spawn().await;
+    let order = app.placed_order(1000).await;
+    let held = seed_paid(&app, order, 9_007).await;
+    let room = order_service::domain::MAX_SUM_MINOR - held;
+    let before = app.snapshot().await;
+
+    let refused = app
+        .pay(
+            order,
+            &unique_key(),
+            &payment_body("one-too-many", room + 1, "EUR"),
+        )
+        .await;
+
+    let problem = refused.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        problem["type"]
+            .as_str()
+            .unwrap()
+            .ends_with("ledger-overflow"),
+        "{problem}"
+    );
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("9007199254740991"),
+        "{problem}"
+    );
+    assert_eq!(app.snapshot().await, before);
+    assert_eq!(app.row(order).await.paid_minor, held);
+
+    // Up to the bound it is recorded, and every figure the answer carries stays exact.
+    let last = app
+        .pay(order, &unique_key(), &payment_body("the-last", room, "EUR"))
+        .await;
+    assert_eq!(last.status, StatusCode::CREATED, "{}", last.text);
+    assert_eq!(last.body["order"]["paid_minor"], 9_007_199_254_740_991_i64);
+    assert_eq!(app.row(order).await.paid_minor, 9_007_199_254_740_991);
+}
