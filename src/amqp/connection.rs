@@ -39,6 +39,8 @@ pub enum AmqpError {
     Timeout,
     #[error("a message could not be settled (retried, dead-lettered or acknowledged)")]
     SettleFailed,
+    #[error("cannot read the key that seals retry counts")]
+    AttemptSealKey(#[source] crate::app::AppError),
 }
 
 /// How long a session must have stayed up for the next reconnect to start again from the

@@ -117,6 +117,12 @@ impl App {
         store::acquire(&self.pool).await
     }
 
+    /// The key that seals the consumer's retry count, the same for every instance
+    /// (docs/hostile-input.md "Properties decide nothing").
+    pub async fn attempt_seal_key(&self) -> Result<Vec<u8>, AppError> {
+        Ok(store::service_keys::attempt_seal(&self.pool).await?)
+    }
+
     /// Whether the database answers now (within a short bound) and would take a write: what
     /// readiness reports.
     pub async fn database_writable(&self) -> bool {

@@ -17,6 +17,7 @@ pub mod order_batches;
 pub mod order_changes;
 pub mod orders;
 pub mod outbox;
+pub mod service_keys;
 pub mod transfers;
 pub mod transitions;
 

@@ -3,6 +3,8 @@
 
 /// How many times a message has been delivered through the retry path.
 pub const ATTEMPT_HEADER: &str = "x-attempt";
+/// The service's seal on [`ATTEMPT_HEADER`]: without it the count is not read.
+pub const ATTEMPT_SEAL_HEADER: &str = "x-attempt-seal";
 /// Why a message was dead-lettered (or last retried).
 pub const REASON_HEADER: &str = "x-error-reason";
 /// The routing key the message first arrived with.
@@ -18,9 +20,10 @@ pub(in crate::amqp) const DELIVERY_COUNT_HEADER: &str = "x-delivery-count";
 /// retry path's) and the broker's. Neither a retry, a dead letter nor a parked dead letter
 /// repeats what the original carried of them: the service writes its own afresh, and a
 /// publisher's forged `x-death` must not reach the dead-letter queue as if the broker wrote it.
-pub(in crate::amqp) const BOOKKEEPING_HEADERS: [&str; 12] = [
+pub(in crate::amqp) const BOOKKEEPING_HEADERS: [&str; 13] = [
     REASON_HEADER,
     ATTEMPT_HEADER,
+    ATTEMPT_SEAL_HEADER,
     ORIGINAL_ROUTING_KEY_HEADER,
     HEADERS_DROPPED_HEADER,
     DEATH_HEADER,

@@ -13,6 +13,9 @@ use lapin::options::{BasicCancelOptions, BasicRejectOptions, ConfirmSelectOption
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use tokio::sync::OnceCell;
+
+use super::attempt_seal::AttemptSeal;
 use super::settlement::{Settled, Settler};
 use super::worker::Worker;
 use crate::amqp::connection::{AmqpError, Nodes, consume, reconnecting};
@@ -29,6 +32,8 @@ pub struct Consumer {
     ready: Signal,
     settled: Settled,
     max_message_bytes: usize,
+    /// Read from the database by the first session, then kept.
+    seal: OnceCell<Arc<AttemptSeal>>,
 }
 
 impl Consumer {
@@ -41,6 +46,7 @@ impl Consumer {
             ready,
             settled: Settled::default(),
             max_message_bytes: crate::config::DEFAULT_AMQP_MAX_MESSAGE_BYTES,
+            seal: OnceCell::new(),
         }
     }
 
@@ -62,8 +68,21 @@ impl Consumer {
         .await;
     }
 
+    /// The seal of retry counts, under the key every instance shares (`attempt_seal`).
+    async fn seal(&self) -> Result<Arc<AttemptSeal>, AmqpError> {
+        self.seal
+            .get_or_try_init(|| async {
+                let key = self.app.attempt_seal_key().await?;
+                AttemptSeal::new(&key).map(Arc::new)
+            })
+            .await
+            .cloned()
+            .map_err(AmqpError::AttemptSealKey)
+    }
+
     /// One connection's life: declare, consume, and on its end wait for in-flight messages.
     async fn session(&self, shutdown: &CancellationToken) -> Result<(), AmqpError> {
+        let seal = self.seal().await?;
         let connection = self.nodes.connect("order-service consumer").await?;
         self.topology.declare_inbox_side(&connection).await?;
         let channel = connection.create_channel().await?;
@@ -98,6 +117,7 @@ impl Consumer {
             self.topology.clone(),
             broken.clone(),
             self.settled.clone(),
+            seal,
         );
         let worker = Arc::new(Worker::new(
             self.app.clone(),

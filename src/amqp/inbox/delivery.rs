@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use lapin::message::Delivery;
 
-use super::replacement::attempt_of;
+use super::attempt_seal::AttemptSeal;
 use crate::amqp::headers::trace_headers;
 use crate::amqp::inbound::{self, Envelope, Poison};
 use crate::telemetry::{TraceContext, continue_trace};
@@ -23,9 +23,13 @@ pub(super) struct Message {
 }
 
 impl Message {
-    pub(super) fn receive(delivery: Delivery, max_message_bytes: usize) -> Self {
+    pub(super) fn receive(
+        delivery: Delivery,
+        max_message_bytes: usize,
+        seal: &AttemptSeal,
+    ) -> Self {
         let started = Instant::now();
-        let attempt = attempt_of(&delivery.properties);
+        let attempt = seal.attempt_of(&delivery.properties, &delivery.data);
         let parsed = inbound::parse_bounded(&delivery.data, max_message_bytes);
         let (event_id, event_type, order_id) = match &parsed {
             Ok(e) => (

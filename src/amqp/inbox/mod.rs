@@ -1,11 +1,13 @@
 //! The inbox consumer, the inbound door: it consumes the inbox in batches ([`Consumer`]),
 //! applies each batch's commands in one transaction (`worker`), decides what becomes of each
 //! delivery ([`decide`]: acknowledge, retry later, dead-letter, or wait) and settles it strictly
-//! after the commit (`settlement`): a retry or dead letter (`replacement`) is confirmed by the
+//! after the commit (`settlement`): a retry or dead letter (`replacement`, its attempt count sealed
+//! by `attempt_seal`) is confirmed by the
 //! broker before the original is acknowledged, in as few acks as the channel allows
 //! (`ack_window`).
 
 mod ack_window;
+mod attempt_seal;
 mod consumer;
 mod decision;
 mod delivery;

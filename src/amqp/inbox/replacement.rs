@@ -10,8 +10,9 @@ use lapin::BasicProperties;
 use lapin::message::Delivery;
 use lapin::types::AMQPValue;
 
+use super::attempt_seal::AttemptSeal;
 use crate::amqp::headers::{
-    ATTEMPT_HEADER, ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER, carried_headers, cut_to, dropped,
+    ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER, carried_headers, cut_to, dropped,
     original_routing_key, trace_headers,
 };
 use crate::domain::MAX_REASON_BYTES;
@@ -21,12 +22,14 @@ use crate::telemetry::trace_context::{TRACEPARENT, TRACESTATE};
 /// The properties of a retry or dead letter of `delivery`: its `message_id`, `type` and
 /// `content_type`, persistent; the original's own headers if they fit the bounds
 /// (`header_bounds`), else `x-original-headers-dropped` saying how large they were; and the
-/// service's headers: `x-attempt`, `x-error-reason` (cut to [`MAX_REASON_BYTES`]),
+/// service's headers: `x-attempt` with its seal (`attempt_seal`), `x-error-reason` (cut to
+/// [`MAX_REASON_BYTES`]),
 /// `x-original-routing-key` (`headers::original_routing_key`), and `traceparent`/`tracestate`
 /// naming `trace`, the span that handled it (valid and bounded whatever the original carried).
 pub(super) fn republished_properties(
     delivery: &Delivery,
     attempt: u32,
+    seal: &AttemptSeal,
     reason: &str,
     trace: &TraceContext,
 ) -> BasicProperties {
@@ -36,7 +39,7 @@ pub(super) fn republished_properties(
         Ok(kept) => kept.into_table(),
         Err(measure) => dropped(measure),
     };
-    headers.insert(ATTEMPT_HEADER.into(), AMQPValue::LongUInt(attempt));
+    seal.write(&mut headers, attempt, &delivery.properties, &delivery.data);
     headers.insert(
         REASON_HEADER.into(),
         AMQPValue::LongString(cut_to(reason, MAX_REASON_BYTES).into()),
@@ -61,25 +64,6 @@ pub(super) fn republished_properties(
         republished = republished.with_content_type(content_type.clone());
     }
     republished
-}
-
-/// Which delivery through the retry path this is: 1 for a message never retried.
-pub(super) fn attempt_of(properties: &BasicProperties) -> u32 {
-    let value = properties
-        .headers()
-        .as_ref()
-        .and_then(|h| h.inner().get(ATTEMPT_HEADER).cloned());
-    let attempt = match value {
-        Some(AMQPValue::LongUInt(n)) => i64::from(n),
-        Some(AMQPValue::LongInt(n)) => i64::from(n),
-        Some(AMQPValue::LongLongInt(n)) => n,
-        Some(AMQPValue::ShortUInt(n)) => i64::from(n),
-        Some(AMQPValue::ShortInt(n)) => i64::from(n),
-        Some(AMQPValue::ShortShortUInt(n)) => i64::from(n),
-        Some(AMQPValue::ShortShortInt(n)) => i64::from(n),
-        _ => 1,
-    };
-    u32::try_from(attempt.max(1)).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -111,6 +95,7 @@ mod tests {
         let republished = republished_properties(
             &delivery(forged, "payment.succeeded"),
             1,
+            &AttemptSeal::new(b"key").unwrap(),
             "poison: x",
             &TraceContext::start(),
         );
@@ -144,6 +129,7 @@ mod tests {
             let republished = republished_properties(
                 &delivery(original, "payment.succeeded"),
                 1,
+                &AttemptSeal::new(b"key").unwrap(),
                 "poison: x",
                 &TraceContext::start(),
             );

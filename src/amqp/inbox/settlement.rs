@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::ack_window::Acknowledger;
+use super::attempt_seal::AttemptSeal;
 use super::decision::Disposition;
 use super::delivery::Message;
 use super::replacement::republished_properties;
@@ -55,6 +56,8 @@ pub(super) struct Settler {
     /// have closed the publishing channel), so the session ends and reconnects.
     broken: CancellationToken,
     settled: Settled,
+    /// Seals the attempt count a retry or dead letter carries.
+    seal: Arc<AttemptSeal>,
 }
 
 impl Settler {
@@ -65,6 +68,7 @@ impl Settler {
         topology: Arc<Topology>,
         broken: CancellationToken,
         settled: Settled,
+        seal: Arc<AttemptSeal>,
     ) -> Self {
         Self {
             publisher,
@@ -73,7 +77,13 @@ impl Settler {
             topology,
             broken,
             settled,
+            seal,
         }
+    }
+
+    /// What seals and reads the attempt counts of this session's deliveries.
+    pub(super) fn seal(&self) -> &AttemptSeal {
+        &self.seal
     }
 
     /// Notes a delivery of the consuming channel, before any can be settled.
@@ -136,8 +146,13 @@ impl Settler {
             Settlement::Retry(reason) if attempt < self.config.max_attempts => {
                 let delay = self.config.retry_delay(attempt);
                 tracing::info!(reason = %escaped(reason), ?delay, "premature; retrying later");
-                let properties =
-                    republished_properties(&message.delivery, attempt + 1, reason, &message.trace);
+                let properties = republished_properties(
+                    &message.delivery,
+                    attempt + 1,
+                    &self.seal,
+                    reason,
+                    &message.trace,
+                );
                 let queue = self.topology.retry_queue(delay);
                 self.publish("", &queue, message, properties).await?;
                 Ok("retried")
@@ -157,7 +172,13 @@ impl Settler {
     async fn dead_letter(&self, message: &Message, reason: &str) -> Result<(), AmqpError> {
         tracing::warn!(reason = %escaped(reason), "dead-lettering");
         let delivery = &message.delivery;
-        let properties = republished_properties(delivery, message.attempt, reason, &message.trace);
+        let properties = republished_properties(
+            delivery,
+            message.attempt,
+            &self.seal,
+            reason,
+            &message.trace,
+        );
         let routing_key = delivery.routing_key.as_str().to_owned();
         self.publish(
             &self.topology.dead_letter_exchange,

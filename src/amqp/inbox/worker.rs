@@ -61,7 +61,7 @@ impl Worker {
         metrics::histogram!("amqp_batch_size").record(deliveries.len() as f64);
         let mut pending: Vec<Message> = deliveries
             .into_iter()
-            .map(|delivery| Message::receive(delivery, self.max_message_bytes))
+            .map(|delivery| Message::receive(delivery, self.max_message_bytes, self.settler.seal()))
             .collect();
         let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
         loop {
