@@ -1,5 +1,5 @@
 -- One Idempotency-Key is one request, whichever endpoint used it (docs/contract.md
--- "Idempotency-Key"). A key lives on the row its request wrote: an order change's history row
+-- "Idempotency keys"). A key lives on the row its request wrote: an order change's history row
 -- (`order_transitions`) or a dead-letter action's row (`dead_letter_actions`), each under its own
 -- UNIQUE (client_id, idempotency_key). That constraint settles two requests racing into the same
 -- table, but not an order command and a dead-letter action racing with one key: each read saw the

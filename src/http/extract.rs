@@ -83,7 +83,7 @@ where
 /// The path as the service reads it, for the fingerprint: the route's template with each
 /// parameter in the form its handler parses it to. An id is a UUID however the client spelled it
 /// (upper-case, braced, without hyphens, percent-encoded), so every spelling of one order's
-/// cancel is one request (docs/contract.md "Idempotency-Key"). A request no route matched keeps
+/// cancel is one request (docs/contract.md "Idempotency keys"). A request no route matched keeps
 /// its path as sent.
 async fn canonical_path<S: Send + Sync>(parts: &mut Parts, state: &S) -> String {
     let Some(template) = parts

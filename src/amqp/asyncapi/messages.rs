@@ -10,7 +10,8 @@ use utoipa::{PartialSchema, ToSchema};
 
 use super::Ordered;
 use crate::amqp::headers::{
-    ATTEMPT_HEADER, HEADERS_DROPPED_HEADER, ORIGINAL_ROUTING_KEY_HEADER, REASON_HEADER,
+    ATTEMPT_HEADER, ATTEMPT_SEAL_HEADER, HEADERS_DROPPED_HEADER, ORIGINAL_ROUTING_KEY_HEADER,
+    REASON_HEADER,
 };
 use crate::amqp::inbound::{InboundType, RawEnvelope, data_schema};
 use crate::app::OutboundEnvelope;
@@ -181,7 +182,14 @@ fn retry_headers() -> Map<String, Value> {
         ATTEMPT_HEADER.into(),
         json!({"type": "integer", "minimum": 1,
                "description": "Which delivery through the retry path the message is on: 2 on \
-                   the first retry (absent means 1)."}),
+                   the first retry (absent means 1). Read only with a valid `x-attempt-seal`."}),
+    );
+    headers.insert(
+        ATTEMPT_SEAL_HEADER.into(),
+        json!({"type": "string", "pattern": "^[0-9a-f]{64}$",
+               "description": "The service's seal on `x-attempt`: a lower-case hex HMAC-SHA256 \
+                   of the count, the message id and the body under a key only the service holds. \
+                   A count without a valid seal (a publisher's) reads as 1."}),
     );
     headers.insert(
         REASON_HEADER.into(),
