@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::amqp::inbound::INBOUND_TYPES;
-use crate::amqp::{Consumer, Parker, Relay};
+use crate::amqp::{Consumer, EventStream, Parker, Relay};
 
 use crate::app::App;
 use crate::auth::{self, AuthMode};
@@ -73,6 +73,7 @@ impl Service {
                 readiness.register("relay"),
             )
             .woken_by(app.relay_wakeup())
+            .keeping_events_in(EventStream::from_config(&config.amqp))
         });
         let parker = config.amqp.enabled.then(|| {
             Parker::new(

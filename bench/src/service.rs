@@ -78,6 +78,7 @@ impl Service {
             .env("AMQP_DEAD_LETTER_EXCHANGE", &amqp.dead_letter_exchange)
             .env("AMQP_DEAD_LETTER_QUEUE", &amqp.dead_letter_queue)
             .env("AMQP_OUTBOUND_EXCHANGE", &amqp.outbound_exchange)
+            .env("AMQP_EVENT_STREAM", &amqp.event_stream.queue)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -7,6 +7,7 @@
 //! - `asyncapi/`: the AsyncAPI document that describes all of it;
 //! - shared: `inbound/` (the inbound wire: envelopes and their `data`), `headers/` (the headers
 //!   carried on a retry, a dead letter and a replay), `topology` (exchanges and queues),
+//!   `event_stream` (the stream queue that keeps every published event),
 //!   `connection` (nodes, reconnects) and `properties` (a dead letter's properties as JSON).
 //!
 //! The components depend on the shared modules, never on each other, and a shared module
@@ -14,6 +15,7 @@
 
 pub mod asyncapi;
 mod connection;
+pub mod event_stream;
 pub mod headers;
 pub mod inbound;
 pub mod inbox;
@@ -23,6 +25,7 @@ pub mod relay;
 pub mod topology;
 
 pub use connection::{AmqpError, connect};
+pub use event_stream::EventStream;
 pub use inbox::Consumer;
 pub use parking::Parker;
 pub use relay::Relay;

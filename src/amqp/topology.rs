@@ -11,6 +11,7 @@
 //!                                             nothing consumes it): what the parker failed to take
 //!                                             `delivery_limit` times
 //! order-service.events (topic) ◀── outbox relay, routing key = event type
+//!        └──#──▶ order-service.events.stream (stream: every event, kept by age and size)
 //! ```
 //!
 //! The inbox carries the crash-loop guard, `x-delivery-limit` (`AMQP_DELIVERY_LIMIT`): a message
@@ -54,6 +55,8 @@ pub struct Topology {
     pub retry_delays: Vec<Duration>,
     /// `x-delivery-limit` of the inbox; 0 declares none (a broker policy may set it instead).
     pub delivery_limit: u32,
+    /// The event stream's name, declared by the relay (`event_stream`), deleted here with the rest.
+    pub event_stream: String,
 }
 
 /// Whether a queue is declared with this version's arguments or used as an earlier version left
@@ -84,6 +87,7 @@ impl Topology {
             outbound_exchange: config.outbound_exchange.clone(),
             retry_delays: config.retry_delays(),
             delivery_limit: config.delivery_limit,
+            event_stream: config.event_stream.queue.clone(),
         }
     }
 
@@ -331,6 +335,7 @@ impl Topology {
             self.inbox.clone(),
             self.dead_letter_queue.clone(),
             self.last_resort(),
+            self.event_stream.clone(),
         ];
         queues.extend(self.retry_delays.iter().map(|d| self.retry_queue(*d)));
         for queue in queues {
@@ -393,7 +398,7 @@ fn text(value: &str) -> AMQPValue {
     AMQPValue::LongString(value.into())
 }
 
-fn is_precondition_failed(error: &lapin::Error) -> bool {
+pub(super) fn is_precondition_failed(error: &lapin::Error) -> bool {
     matches!(
         error.kind(),
         ErrorKind::ProtocolError(e)

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::EventStreamConfig;
 use super::{
     DEFAULT_AMQP_BATCH_LOCK_WAIT_MS, DEFAULT_AMQP_BATCH_SIZE, DEFAULT_AMQP_BATCH_WAIT_MS,
     DEFAULT_AMQP_DELIVERY_LIMIT, DEFAULT_AMQP_MAX_ATTEMPTS, DEFAULT_AMQP_PREFETCH,
@@ -82,6 +83,9 @@ pub struct AmqpConfig {
     /// Longest delay between two attempts (milliseconds).
     #[arg(long, global = true, env = "AMQP_RETRY_MAX_MS", default_value_t = DEFAULT_AMQP_RETRY_MAX_MS)]
     pub retry_max_ms: u64,
+
+    #[command(flatten)]
+    pub event_stream: EventStreamConfig,
 }
 
 impl Default for AmqpConfig {
@@ -103,6 +107,7 @@ impl Default for AmqpConfig {
             delivery_limit: DEFAULT_AMQP_DELIVERY_LIMIT,
             retry_base_ms: DEFAULT_AMQP_RETRY_BASE_MS,
             retry_max_ms: DEFAULT_AMQP_RETRY_MAX_MS,
+            event_stream: EventStreamConfig::default(),
         }
     }
 }
@@ -117,6 +122,10 @@ impl AmqpConfig {
             dead_letter_exchange: format!("{prefix}.dlx"),
             dead_letter_queue: format!("{prefix}.dead-letter"),
             outbound_exchange: format!("{prefix}.order-events"),
+            event_stream: EventStreamConfig {
+                queue: format!("{prefix}.order-events.stream"),
+                ..self.event_stream
+            },
             ..self
         }
     }

@@ -10,12 +10,14 @@ use clap::{Args, ValueEnum};
 
 mod amqp;
 mod endpoints;
+mod event_stream;
 mod expiry;
 mod http;
 mod relay;
 
 pub use amqp::AmqpConfig;
 pub use endpoints::{AmqpEndpoint, AmqpEndpoints, EndpointsError};
+pub use event_stream::EventStreamConfig;
 pub use expiry::ExpiryConfig;
 pub use http::{AuthConfig, LimitsConfig};
 pub use relay::RelayConfig;
@@ -37,6 +39,17 @@ pub const DEFAULT_INBOX_QUEUE: &str = "order-service.inbox";
 pub const DEFAULT_DEAD_LETTER_EXCHANGE: &str = "order-service.dlx";
 pub const DEFAULT_DEAD_LETTER_QUEUE: &str = "order-service.dead-letter";
 pub const DEFAULT_OUTBOUND_EXCHANGE: &str = "order-service.events";
+/// The stream queue that keeps every published event (docs/messaging.md "Replaying events from
+/// the stream").
+pub const DEFAULT_EVENT_STREAM: &str = "order-service.events.stream";
+/// A week, as long as the outbox keeps published events (`OUTBOX_RETENTION_HOURS`).
+pub const DEFAULT_EVENT_STREAM_MAX_AGE: &str = "7D";
+/// 10 GiB per node: a week of events up to about 17 a second (an event takes about 1 KiB);
+/// above that the size decides, so that the stream never fills the broker's disk, which would
+/// block every publisher.
+pub const DEFAULT_EVENT_STREAM_MAX_BYTES: u64 = 10 * 1024 * 1024 * 1024;
+/// 100 MiB segments: retention removes whole segments, so one is a hundredth of the stream.
+pub const DEFAULT_EVENT_STREAM_SEGMENT_BYTES: u64 = 100 * 1024 * 1024;
 /// Deliveries held unacknowledged: with the broker's largest message, the bound on what they
 /// hold in memory (RabbitMQ has no byte-based prefetch; docs/hostile-input.md#memory).
 pub const DEFAULT_AMQP_PREFETCH: u16 = 16;

@@ -158,7 +158,7 @@ impl Instance {
 
 /// The environment that gives a service process `config`'s exchange and queue names
 /// (docs/operations/configuration.md), for the suites that start the binary.
-fn topology_env(config: &AmqpConfig) -> [(&'static str, String); 5] {
+fn topology_env(config: &AmqpConfig) -> [(&'static str, String); 6] {
     [
         ("AMQP_INBOUND_EXCHANGE", config.inbound_exchange.clone()),
         ("AMQP_INBOX_QUEUE", config.inbox_queue.clone()),
@@ -168,6 +168,7 @@ fn topology_env(config: &AmqpConfig) -> [(&'static str, String); 5] {
         ),
         ("AMQP_DEAD_LETTER_QUEUE", config.dead_letter_queue.clone()),
         ("AMQP_OUTBOUND_EXCHANGE", config.outbound_exchange.clone()),
+        ("AMQP_EVENT_STREAM", config.event_stream.queue.clone()),
     ]
 }
 

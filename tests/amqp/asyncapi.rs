@@ -7,7 +7,9 @@ use serde_json::{Map, Value};
 
 use order_service::amqp::asyncapi;
 
-use crate::helpers::Harness;
+use order_service_testkit::AMQP_URL;
+
+use crate::helpers::{Harness, relay_config};
 
 /// `rabbitmqctl <what> --formatter json <columns…>`: one object per row.
 fn listed(what: &str, columns: &[&str]) -> Vec<Value> {
@@ -46,7 +48,10 @@ fn arguments(queue: &Value) -> Value {
 
 #[tokio::test]
 async fn the_asyncapi_document_describes_the_topology_the_service_declares() {
-    let h = Harness::start().await;
+    let mut h = Harness::start().await;
+    // The relay declares the event stream before it is ready.
+    let relay = h.spawn_relay(AMQP_URL, relay_config());
+    h.wait_for_readiness(&relay, true).await;
     let doc = serde_json::to_value(asyncapi::document_of(&h.config)).unwrap();
     let exchanges = listed(
         "list_exchanges",

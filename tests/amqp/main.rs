@@ -10,6 +10,7 @@ mod consumer_faults;
 mod crash_loop;
 mod dead_letters;
 mod endpoints;
+mod event_stream;
 mod forged_bookkeeping;
 mod helpers;
 mod hostile;

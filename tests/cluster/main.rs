@@ -7,7 +7,8 @@
 //! restarting it and waiting for it to rejoin before the next, so a majority always stands. After
 //! quiescence (the kit's `load/settled.rs`): every order in its expected state, one ledger row per
 //! transfer, contiguous history, every outbox event published at least once, no queue holding
-//! anything, and both instances ready. It prints its figures (run with `--nocapture`,
+//! anything but the capture and the event stream, both instances ready, and the event stream
+//! replaying every event from `first` in per-order version order (`stream.rs`). It prints its figures (run with `--nocapture`,
 //! `figures.rs`): messages in flight at each kill, time to recover, reconnects per instance.
 //!
 //! Needs root (or the rights to run RabbitMQ's scripts) and RabbitMQ installed under
@@ -17,6 +18,7 @@
 mod figures;
 mod node;
 mod rabbit;
+mod stream;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -245,7 +247,9 @@ async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_
     }
     let orders_settled = quiet.elapsed();
     check::wait_for_outbox(&db.pool).await;
-    let queues = cluster.wait_for_empty_queues(&capture).await;
+    let queues = cluster
+        .wait_for_empty_queues(&[&capture, &config.event_stream.queue])
+        .await;
     for instance in &instances {
         eventually("an instance to be ready at the end", NODE_START, || {
             instance.is_ready_now()
@@ -262,6 +266,15 @@ async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_
     let delivered = within(
         "taking the published events",
         check::published(&db.pool, &channel, &capture),
+    )
+    .await;
+    // The stream kept every event through the node losses, and serves them from `first`.
+    let channel = within("channel", checker.create_channel())
+        .await
+        .expect("channel");
+    let replayed = within(
+        "replaying the event stream",
+        stream::replay_everything(&db.pool, &channel, &config.event_stream.queue),
     )
     .await;
     let _ = within("close", checker.close(200, "checked".into())).await;
@@ -284,6 +297,11 @@ async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_
     )
     .await;
     println!("cluster test: every queue empty: {queues:?}");
+    println!(
+        "cluster test: the event stream replayed from first: {} deliveries, {} of them events \
+         published again",
+        replayed.deliveries, replayed.republished
+    );
 
     for instance in &mut instances {
         instance.stop().await;

@@ -254,14 +254,15 @@ impl Drop for RabbitCluster {
 }
 
 impl RabbitCluster {
-    /// Waits until no queue but `keep` holds a ready or unacknowledged message, as
-    /// `rabbitmqctl list_queues` reports them; returns that listing.
-    pub async fn wait_for_empty_queues(&self, keep: &str) -> Vec<(String, u64, u64)> {
+    /// Waits until no queue but those in `keep` (a subscriber's capture, the event stream) holds
+    /// a ready or unacknowledged message, as `rabbitmqctl list_queues` reports them; returns that
+    /// listing.
+    pub async fn wait_for_empty_queues(&self, keep: &[&str]) -> Vec<(String, u64, u64)> {
         eventually("every queue to be empty", QUIESCENCE, || async {
             let queues = self.queues(0).await;
             queues
                 .iter()
-                .filter(|(name, _, _)| name != keep)
+                .filter(|(name, _, _)| !keep.contains(&name.as_str()))
                 .all(|(_, ready, unacked)| *ready == 0 && *unacked == 0)
                 .then_some(queues)
         })

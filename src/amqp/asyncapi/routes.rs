@@ -1,7 +1,8 @@
 //! The channels and operations of the AsyncAPI document: where each message travels, from the
 //! [`Topology`] the service declares. Inbound: each type on the inbound exchange, received
 //! through the inbox; premature ones wait in the delay queues, dead ones go to the dead-letter
-//! exchange and queue. Outbound: each type on the outbound exchange, sent by the relay.
+//! exchange and queue. Outbound: each type on the outbound exchange, sent by the relay, and the
+//! stream that keeps them all for replay.
 //! (About 300 lines because it is every channel and operation of the document in one place, in
 //! the order a reader of the document meets them.)
 
@@ -10,7 +11,7 @@ use serde_json::{Map, Value, json};
 use super::bindings;
 use super::messages::{DEAD_LETTER, inbound_types, outbound_types, reference};
 use super::{Ordered, SERVER, setting};
-use crate::amqp::Topology;
+use crate::amqp::{EventStream, Topology};
 use crate::config::AmqpConfig;
 
 /// Builds the channels and the operations on them.
@@ -38,6 +39,7 @@ impl<'a> Routes<'a> {
         self.retry();
         self.dead_letters();
         self.outbound();
+        self.event_stream();
         self
     }
 
@@ -218,6 +220,59 @@ impl<'a> Routes<'a> {
                 json!({ "deliveryMode": 2, "timestamp": true, "mandatory": false }),
             );
         }
+    }
+
+    /// The stream queue that keeps every published event, for subscribers that replay
+    /// (`AMQP_EVENT_STREAM_ENABLED`; absent when off).
+    fn event_stream(&mut self) {
+        let Some(stream) = EventStream::from_config(self.config) else {
+            return;
+        };
+        let outbound: Vec<&str> = outbound_types().collect();
+        let description = format!(
+            "A stream queue ({}), bound to `{}` with `#`: it keeps every event the relay \
+             publishes, in the order the relay published it, for {} ({}) or up to {} bytes per \
+             node ({}), whichever is reached first; retention removes whole segments of {} \
+             bytes ({}). Declared by the relay before it publishes. A subscriber that arrives \
+             late reads it over AMQP 0-9-1 from any point (docs/messaging.md \"Replaying events \
+             from the stream\").",
+            setting("event_stream"),
+            stream.exchange,
+            self.config.event_stream.max_age,
+            setting("event_stream_max_age"),
+            self.config.event_stream.max_bytes,
+            setting("event_stream_max_bytes"),
+            self.config.event_stream.segment_bytes,
+            setting("event_stream_segment_bytes"),
+        );
+        let binding = bindings::queue(
+            &stream.queue,
+            self.vhost,
+            json!({ "x-arguments": bindings::arguments(&stream.arguments()) }),
+        );
+        self.channel(
+            "event-stream",
+            &stream.queue,
+            &description,
+            binding,
+            &outbound,
+        );
+        self.operation(
+            "replay",
+            "receive",
+            "event-stream",
+            &outbound,
+            "Consume with `basic.qos` set (a prefetch is required) and manual acknowledgements \
+             (an ack only moves the consumer's window; nothing is removed), and the consumer \
+             argument `x-stream-offset`: `first` (everything retained), `last` (from the last \
+             chunk), `next` (only what comes), an offset (a number: where the stream's \
+             `x-stream-offset` header of an earlier delivery left off), or a timestamp (AMQP \
+             type `timestamp`, seconds: the broker starts at the chunk before it, so discard \
+             messages whose `timestamp` property is earlier). Each publication of an event \
+             appears once, in the order published (per order: version order); a republication \
+             after a relay failure appears again, with the same `message_id`.",
+            json!({ "ack": true }),
+        );
     }
 
     fn channel(

@@ -8,6 +8,7 @@ use strum::IntoEnumIterator;
 
 use super::*;
 use crate::amqp::inbound::INBOUND_TYPES;
+use crate::config::EventStreamConfig;
 use crate::domain::EventType;
 
 fn json_of(config: &AmqpConfig) -> Value {
@@ -29,6 +30,11 @@ fn renamed() -> AmqpConfig {
         max_attempts: 3,
         retry_base_ms: 250,
         delivery_limit: 7,
+        event_stream: EventStreamConfig {
+            queue: "orders.replay".into(),
+            max_age: "2D".into(),
+            ..EventStreamConfig::default()
+        },
         ..AmqpConfig::default()
     }
 }
@@ -167,6 +173,29 @@ fn the_names_and_queue_arguments_are_those_of_the_configuration() {
         doc["channels"]["dead-letter-queue"]["address"],
         "orders.dead-q"
     );
+    let stream = &doc["channels"]["event-stream"];
+    assert_eq!(stream["address"], "orders.replay");
+    let arguments = &stream["bindings"]["amqp"]["x-arguments"];
+    assert_eq!(arguments["x-queue-type"], "stream");
+    assert_eq!(arguments["x-max-age"], "2D");
+}
+
+#[test]
+fn the_event_stream_carries_every_outbound_type_and_is_absent_when_off() {
+    let doc = default_document();
+    let replay = &doc["operations"]["replay"];
+    assert_eq!(replay["action"], "receive");
+    for name in EventType::iter().map(<&'static str>::from) {
+        assert!(
+            doc["channels"]["event-stream"]["messages"][name].is_object(),
+            "{name}"
+        );
+    }
+    let mut off = AmqpConfig::default();
+    off.event_stream.enabled = false;
+    let doc = json_of(&off);
+    assert!(doc["channels"].get("event-stream").is_none());
+    assert!(doc["operations"].get("replay").is_none());
 }
 
 #[test]

@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::outbox_watch::{Progress, watch};
 use self::publish_batch::{BatchError, Target, publish_batch};
+use crate::amqp::EventStream;
 use crate::amqp::connection::{AmqpError, Backoff, Nodes, reconnecting};
 use crate::app::{RelayWakeup, bounded};
 use crate::config::{AmqpEndpoints, RelayConfig};
@@ -54,6 +55,8 @@ pub struct Relay {
     /// This process's commits of events.
     wakeup: Option<RelayWakeup>,
     progress: Progress,
+    /// Where every published event is kept too, if anywhere.
+    stream: Option<EventStream>,
 }
 
 impl Relay {
@@ -72,7 +75,15 @@ impl Relay {
             ready,
             wakeup: None,
             progress: Progress::new(),
+            stream: None,
         }
+    }
+
+    /// Keeps every event it publishes in `stream` too (`AMQP_EVENT_STREAM_ENABLED`): declared,
+    /// and bound to the exchange, at the start of every session, before anything is published.
+    pub fn keeping_events_in(mut self, stream: Option<EventStream>) -> Self {
+        self.stream = stream;
+        self
     }
 
     /// Wakes at once when this process's application commits events (`App::relay_wakeup`), not
@@ -109,6 +120,9 @@ impl Relay {
             .confirm_select(ConfirmSelectOptions::default())
             .await?;
         crate::amqp::topology::declare_topic(&channel, &self.exchange).await?;
+        if let Some(stream) = &self.stream {
+            stream.declare(&connection).await?;
+        }
         self.ready.set(true);
         tracing::info!(exchange = %self.exchange, "outbox relay publishing");
 

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use order_service::amqp::inbound::INBOUND_TYPES;
 use order_service::amqp::inbox::Settled;
-use order_service::amqp::{Consumer, Parker, Relay, Topology, connect};
+use order_service::amqp::{Consumer, EventStream, Parker, Relay, Topology, connect};
 use order_service::app::App;
 use order_service::config::DEFAULT_LOCK_TIMEOUT;
 use order_service::config::{AmqpConfig, AmqpEndpoints, RelayConfig};
@@ -173,7 +173,8 @@ impl Harness {
         ready
     }
 
-    /// Starts an outbox relay publishing this test's database to its outbound exchange.
+    /// Starts an outbox relay publishing this test's database to its outbound exchange, keeping
+    /// every event in the test's event stream unless its configuration turns the stream off.
     pub fn spawn_relay(&mut self, amqp_url: &str, config: RelayConfig) -> Signal {
         let ready = Readiness::default().register("relay");
         let relay = Relay::new(
@@ -182,7 +183,8 @@ impl Harness {
             self.topology.outbound_exchange.clone(),
             config,
             ready.clone(),
-        );
+        )
+        .keeping_events_in(EventStream::from_config(&self.config));
         let token = CancellationToken::new();
         let handle = tokio::spawn(relay.run(token.clone()));
         self.consumers.push((token, handle));
