@@ -97,6 +97,8 @@ pub enum ConninfoError {
     },
     #[error("options{from}: only `-c name=value` and `--name=value` are supported, not `{switch}`")]
     OptionsSwitch { switch: String, from: Source },
+    #[error("DATABASE_URL names no user and the OS user's name cannot be found: give user")]
+    NoOsUser,
     #[error(
         "options in DATABASE_URL and PGOPTIONS in the environment: the service cannot leave \
          PGOPTIONS out (sqlx reads it), so unset one of them"

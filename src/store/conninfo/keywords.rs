@@ -262,6 +262,14 @@ impl Settings {
         Ok(keyword)
     }
 
+    /// Every keyword set that is not a secret, with its value.
+    pub fn shown(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.0
+            .iter()
+            .filter(|(name, _)| find(name).is_some_and(|keyword| !keyword.secret))
+            .map(|(name, setting)| (*name, setting.value.as_str()))
+    }
+
     pub fn get(&self, name: &str) -> Option<&Setting> {
         self.0.get(name)
     }

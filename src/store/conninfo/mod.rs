@@ -128,6 +128,11 @@ impl Conninfo {
             .map(|setting| setting.value.as_str())
     }
 
+    /// Every keyword set, from the text or the environment, with its value; secrets left out.
+    pub fn keywords(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.settings.shown()
+    }
+
     /// `target_session_attrs`, if set.
     pub fn attrs(&self) -> Option<SessionAttrs> {
         self.attrs

@@ -34,10 +34,11 @@ pub(super) fn build(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<(PgConnectOptions, Option<String>)>, ConninfoError> {
     let mut base = PgConnectOptions::new_without_pgpass().ssl_mode(ssl_mode(settings)?);
-    if let Some(user) = settings.non_empty("user") {
-        base = base.username(&user.value);
-    }
-    let user = base.get_username().to_owned();
+    let user = match settings.non_empty("user") {
+        Some(user) => user.value.clone(),
+        None => os_user()?,
+    };
+    base = base.username(&user);
     let database = settings
         .non_empty("dbname")
         .map_or(user.clone(), |dbname| dbname.value.clone());
@@ -120,6 +121,12 @@ pub(super) fn build(
             (options, password)
         })
         .collect())
+}
+
+/// libpq's default user: the name of the effective user id (sqlx's own default, through
+/// whoami without its `std` feature, was "anonymous").
+fn os_user() -> Result<String, ConninfoError> {
+    whoami::username().map_err(|_| ConninfoError::NoOsUser)
 }
 
 /// `sslmode`, checked as libpq checks it (exactly as written); `prefer` if unset.
