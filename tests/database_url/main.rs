@@ -4,3 +4,4 @@
 //! is needed: the binary is only ever given hosts that refuse it.
 
 mod libpq;
+mod secrets;
