@@ -2,7 +2,7 @@
 //! of one: a value is shown only where it cannot be a piece of a secret (a known keyword's value,
 //! a numeric port), and an item that follows a secret is described, never quoted.
 
-use super::keywords::Source;
+use super::settings::Source;
 
 /// What is wrong with a `DATABASE_URL` (or the libpq environment variables that complete it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use super::error::ConninfoError;
-use super::keywords::Settings;
+use super::settings::Settings;
 use super::url::is_c_space;
 
 /// Where libpq connects for an empty host: the socket directory Debian's libpq is built with

@@ -2,9 +2,10 @@
 //! "DATABASE_URL"), then made into one sqlx `PgConnectOptions` per host with sqlx's builder
 //! methods. The steps are libpq's: the text becomes keyword/value settings (`url` for
 //! `postgres://` and `postgresql://`, `pairs` for `keyword=value`; libpq's `PQconninfoParse`),
-//! libpq's environment variables fill what it leaves out (`keywords`), and the host and port
-//! lists are split and checked as libpq does before connecting (`hosts`, `pg_options`,
-//! `pgpass`). Whatever libpq would honour and the service would not is refused by name.
+//! libpq's environment variables fill what it leaves out (`settings`, by the table of
+//! `keywords`), and the host and port lists are split and checked as libpq does before
+//! connecting (`hosts`, `pg_options`, `pgpass`). Whatever libpq would honour and the service
+//! would not is refused by name.
 //! `tests/database_url/` runs libpq's own parser beside this one over a table of strings.
 //!
 //! A hand parser, not a crate: tokio-postgres's `Config` reads both forms, host lists and
@@ -21,7 +22,11 @@ mod keywords;
 mod pairs;
 mod pg_options;
 mod pgpass;
+mod settings;
 mod url;
+
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 
@@ -29,9 +34,9 @@ use sqlx::postgres::PgConnectOptions;
 
 pub use error::{ConninfoError, Part};
 pub use hosts::{DEFAULT_PORT, DEFAULT_SOCKET_DIR};
-pub use keywords::Source;
+pub use settings::Source;
 
-use keywords::Settings;
+use settings::Settings;
 
 /// The role a node must have (libpq's `target_session_attrs`): the values libpq knows that a
 /// service that writes can use.

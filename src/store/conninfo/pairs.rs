@@ -6,7 +6,7 @@
 //! item of its own): it says which secret it follows.
 
 use super::error::ConninfoError;
-use super::keywords::Settings;
+use super::settings::Settings;
 use super::url::is_c_space;
 
 /// The keywords `text` sets.

@@ -14,8 +14,8 @@ use sqlx::postgres::{PgConnectOptions, PgSslMode};
 
 use super::error::ConninfoError;
 use super::hosts::{Endpoint, Target};
-use super::keywords::{Setting, Settings, Source};
 use super::pgpass::PasswordFile;
+use super::settings::{Setting, Settings, Source};
 use super::url::is_c_space;
 
 /// What libpq sends as startup settings from these variables (its `EnvironmentOptions`), unless

@@ -9,7 +9,7 @@
 //! part of a host, port or database name, and be shown), and trailing whitespace.
 
 use super::error::{ConninfoError, Part};
-use super::keywords::Settings;
+use super::settings::Settings;
 
 /// The URL's prefixes, as libpq compares them: exactly, at the very start.
 const PREFIXES: [&str; 2] = ["postgresql://", "postgres://"];
