@@ -139,7 +139,7 @@ fn run(args: &[&str], url: &str, level: &str) -> String {
         std::thread::sleep(Duration::from_millis(50));
     }
     let printed = std::fs::read_to_string(&output).unwrap_or_default();
-    std::fs::remove_file(&output).ok();
+    let _ = std::fs::remove_file(&output);
     printed
 }
 

@@ -26,6 +26,9 @@ const ENVIRONMENT_SETTINGS: [(&str, &str); 3] = [
     ("PGGEQO", "geqo"),
 ];
 
+/// One of sqlx's builder methods that take a file.
+type SetFile = fn(PgConnectOptions, PathBuf) -> PgConnectOptions;
+
 /// One `PgConnectOptions` per endpoint, in order, each with the password it will send (given,
 /// or found in the password file), which sqlx's options do not let us read back.
 pub(super) fn build(
@@ -43,7 +46,7 @@ pub(super) fn build(
         .non_empty("dbname")
         .map_or(user.clone(), |dbname| dbname.value.clone());
     base = base.database(&database);
-    let files: [(&str, fn(PgConnectOptions, PathBuf) -> PgConnectOptions); 3] = [
+    let files: [(&str, SetFile); 3] = [
         ("sslrootcert", |options, path| options.ssl_root_cert(path)),
         ("sslcert", |options, path| options.ssl_client_cert(path)),
         ("sslkey", |options, path| options.ssl_client_key(path)),

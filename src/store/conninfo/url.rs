@@ -65,12 +65,12 @@ pub(super) fn parse(rest: &str) -> Result<Settings, ConninfoError> {
                 return Err(ConninfoError::AfterIpv6(index));
             }
         } else {
-            let end = find_from(rest, p, &[b':', b'/', b'?', b',']);
+            let end = find_from(rest, p, b":/?,");
             hosts.push_str(&rest[p..end]);
             p = end;
         }
         if bytes.get(p) == Some(&b':') {
-            let end = find_from(rest, p + 1, &[b'/', b'?', b',']);
+            let end = find_from(rest, p + 1, b"/?,");
             ports.push_str(&rest[p + 1..end]);
             p = end;
         }
@@ -92,7 +92,7 @@ pub(super) fn parse(rest: &str) -> Result<Settings, ConninfoError> {
     // The database name, after a `/`.
     let mut terminator = terminator;
     if terminator == Some(b'/') {
-        let end = find_from(rest, p + 1, &[b'?']);
+        let end = find_from(rest, p + 1, b"?");
         let dbname = &rest[p + 1..end];
         if !dbname.is_empty() {
             store(&mut settings, "dbname", decode(dbname, Part::Database)?)?;
