@@ -2,7 +2,7 @@
 //! of one: a value is shown only where it cannot be a piece of a secret (a known keyword's value,
 //! a numeric port), and an item that follows a secret is described, never quoted.
 
-use super::settings::Source;
+use super::keywords::Source;
 
 /// What is wrong with a `DATABASE_URL` (or the libpq environment variables that complete it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,6 +23,11 @@ pub enum ConninfoError {
     Unterminated(String),
     #[error("DATABASE_URL: invalid connection option `{0}` (libpq knows no such keyword)")]
     UnknownKeyword(String),
+    #[error(
+        "DATABASE_URL: an item is not a connection option (its keyword is not shown: it does \
+         not look like one)"
+    )]
+    UnknownNotShown,
     #[error(
         "DATABASE_URL: the item after `{0}` is not a connection option (percent-encode `&` as \
          %26 in a URL, or quote the value in key/value form)"
@@ -104,6 +109,23 @@ pub enum ConninfoError {
          PGOPTIONS out (sqlx reads it), so unset one of them"
     )]
     OptionsTwice,
+}
+
+impl ConninfoError {
+    /// An unknown keyword, quoted if it looks like one (lowercase letters, digits and `_`, as
+    /// all of libpq's are), else described.
+    pub fn unknown_keyword(text: String) -> Self {
+        let looks_like_one = !text.is_empty()
+            && text.len() <= 64
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if looks_like_one {
+            Self::UnknownKeyword(text)
+        } else {
+            Self::UnknownNotShown
+        }
+    }
 }
 
 /// The part of a URL a decoding error is in; a value is named by its keyword, never quoted.

@@ -202,3 +202,20 @@ pub(super) const KEYWORDS: &[Keyword] = &[
 pub(super) fn find(name: &str) -> Option<&'static Keyword> {
     KEYWORDS.iter().find(|keyword| keyword.name == name)
 }
+
+/// Where a value came from: the text of `DATABASE_URL`, or an environment variable that libpq
+/// reads for a keyword the text leaves out. Shown after a keyword in errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Text,
+    Env(&'static str),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Text => Ok(()),
+            Self::Env(name) => write!(f, " (from the environment variable {name})"),
+        }
+    }
+}

@@ -34,7 +34,7 @@ use sqlx::postgres::PgConnectOptions;
 
 pub use error::{ConninfoError, Part};
 pub use hosts::{DEFAULT_PORT, DEFAULT_SOCKET_DIR};
-pub use settings::Source;
+pub use keywords::Source;
 
 use settings::Settings;
 

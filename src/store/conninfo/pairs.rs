@@ -6,6 +6,7 @@
 //! item of its own): it says which secret it follows.
 
 use super::error::ConninfoError;
+use super::keywords;
 use super::settings::Settings;
 use super::url::is_c_space;
 
@@ -25,7 +26,8 @@ pub(super) fn parse(text: &str) -> Result<Settings, ConninfoError> {
         if chars.next() != Some('=') {
             return Err(match after_secret {
                 Some(secret) => ConninfoError::MissingEqualsAfterSecret(secret),
-                None if looks_like_a_keyword(&keyword) => ConninfoError::MissingEquals(keyword),
+                // Quoted only if it is a keyword: a lone word may be a password set by mistake.
+                None if keywords::find(&keyword).is_some() => ConninfoError::MissingEquals(keyword),
                 None => ConninfoError::NotKeyValue,
             });
         }
@@ -57,7 +59,7 @@ pub(super) fn parse(text: &str) -> Result<Settings, ConninfoError> {
             .store(&keyword, value)
             .map_err(|unknown| match after_secret {
                 Some(secret) => ConninfoError::UnknownAfterSecret(secret),
-                None => ConninfoError::UnknownKeyword(unknown),
+                None => ConninfoError::unknown_keyword(unknown),
             })?;
         after_secret = stored.secret.then_some(stored.name);
     }
@@ -68,14 +70,4 @@ fn unterminated(keyword: &str, after_secret: Option<&'static str>) -> ConninfoEr
         Some(secret) => ConninfoError::MissingEqualsAfterSecret(secret),
         None => ConninfoError::Unterminated(keyword.to_owned()),
     }
-}
-
-/// Whether `text` may be quoted in an error as the keyword it was meant to be: a URL with
-/// another scheme, or any text with `@` or `:`, may hold a password.
-fn looks_like_a_keyword(text: &str) -> bool {
-    !text.is_empty()
-        && text.len() <= 64
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }

@@ -14,8 +14,9 @@ use sqlx::postgres::{PgConnectOptions, PgSslMode};
 
 use super::error::ConninfoError;
 use super::hosts::{Endpoint, Target};
+use super::keywords::Source;
 use super::pgpass::PasswordFile;
-use super::settings::{Setting, Settings, Source};
+use super::settings::{Setting, Settings};
 use super::url::is_c_space;
 
 /// What libpq sends as startup settings from these variables (its `EnvironmentOptions`), unless

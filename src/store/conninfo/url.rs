@@ -134,7 +134,7 @@ fn query(mut params: &str, settings: &mut Settings) -> Result<(), ConninfoError>
             .store(&keyword, value)
             .map_err(|unknown| match after_secret {
                 Some(secret) => ConninfoError::UnknownAfterSecret(secret),
-                None => ConninfoError::UnknownKeyword(unknown),
+                None => ConninfoError::unknown_keyword(unknown),
             })?;
         after_secret = stored.secret.then_some(stored.name);
     }
@@ -145,7 +145,7 @@ fn store(settings: &mut Settings, keyword: &str, value: String) -> Result<(), Co
     settings
         .store(keyword, value)
         .map(|_| ())
-        .map_err(ConninfoError::UnknownKeyword)
+        .map_err(ConninfoError::unknown_keyword)
 }
 
 /// The first of `stops` in `text` from `from`, or the end.
