@@ -7,6 +7,7 @@
 //! the caller holds) and speak domain types. Driver errors are classified once, here, into
 //! [`StoreError`].
 
+pub mod conninfo;
 pub mod dead_letter_actions;
 pub mod dead_letters;
 mod error;
@@ -71,15 +72,20 @@ fn in_time(within: Option<Duration>) -> Option<chrono::Duration> {
     })
 }
 
-/// Options for `database_url` where a statement waits at most `lock_timeout` for a row or key
-/// lock held by another transaction (an in-flight duplicate request) before it fails with
-/// [`StoreError::Busy`].
+/// Options for the first host of `database_url` (read as [`conninfo`] reads it) where a
+/// statement waits at most `lock_timeout` for a row or key lock held by another transaction (an
+/// in-flight duplicate request) before it fails with [`StoreError::Busy`].
 pub fn connect_options(
     database_url: &str,
     lock_timeout: Duration,
-) -> Result<PgConnectOptions, sqlx::Error> {
-    let options: PgConnectOptions = database_url.parse()?;
-    Ok(waiting_for_locks(options, lock_timeout))
+) -> Result<PgConnectOptions, conninfo::ConninfoError> {
+    let first = conninfo::Conninfo::parse(database_url)?
+        .into_hosts()
+        .into_iter()
+        .next()
+        // Never taken: a URL names at least one host (the default one if none).
+        .unwrap_or_default();
+    Ok(waiting_for_locks(first, lock_timeout))
 }
 
 /// The hosts `database_url` lists (one, or several in libpq's form: [`failover`]), each with
@@ -87,7 +93,7 @@ pub fn connect_options(
 pub fn database(
     database_url: &str,
     lock_timeout: Duration,
-) -> Result<Database, failover::UrlError> {
+) -> Result<Database, conninfo::ConninfoError> {
     Ok(Database::parse(database_url)?.map_hosts(|host| waiting_for_locks(host, lock_timeout)))
 }
 

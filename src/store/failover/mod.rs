@@ -1,12 +1,11 @@
 //! Several Postgres hosts behind one `DATABASE_URL`, as libpq takes them
 //! (docs/postgres-failover.md): which host a connection goes to and which connections the pool
 //! may keep.
-//! `parse` reads the URL; this module checks a node's role (`target_session_attrs`) and finds
-//! the first host that has it; `follow` keeps a pool on that host across failovers. One host
-//! behaves as it always did: a plain pool, no checks.
+//! `conninfo` reads the URL; this module checks a node's role (`target_session_attrs`) and
+//! finds the first host that has it; `follow` keeps a pool on that host across failovers. One
+//! host behaves as it always did: a plain pool, no checks.
 
 mod follow;
-mod parse;
 #[cfg(test)]
 mod tests;
 
@@ -15,19 +14,13 @@ use std::time::Duration;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 
-pub use parse::{DEFAULT_CONNECT_TIMEOUT, UrlError};
+/// The role a node must have for the service to use it; with several hosts the service asks
+/// for [`SessionAttrs::ReadWrite`] unless told otherwise.
+pub use super::conninfo::SessionAttrs;
+use super::conninfo::{Conninfo, ConninfoError};
 
-/// The role a node must have for the service to use it (libpq's `target_session_attrs`); with
-/// several hosts the service asks for [`SessionAttrs::ReadWrite`] unless told otherwise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
-#[strum(serialize_all = "kebab-case")]
-pub enum SessionAttrs {
-    Any,
-    /// `SHOW transaction_read_only` is `off`: a new transaction may write.
-    ReadWrite,
-    /// `pg_is_in_recovery()` is false: the node is not a standby.
-    Primary,
-}
+/// Bounds a connect attempt to one host when the URL does not (docs/operations/configuration.md).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What `DATABASE_URL` names: the hosts in order, each with all the URL's other parameters, the
 /// role wanted, and how long one host may take to accept a connection.
@@ -51,6 +44,18 @@ impl std::fmt::Debug for Database {
             .field("attrs", &self.attrs)
             .field("connect_timeout", &self.connect_timeout)
             .finish()
+    }
+}
+
+impl From<Conninfo> for Database {
+    fn from(conninfo: Conninfo) -> Self {
+        Self {
+            attrs: conninfo.attrs().unwrap_or(SessionAttrs::ReadWrite),
+            connect_timeout: conninfo
+                .connect_timeout()
+                .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            hosts: conninfo.into_hosts(),
+        }
     }
 }
 
@@ -91,6 +96,11 @@ struct NodeReport {
 }
 
 impl Database {
+    /// Reads `url` as libpq reads it (`conninfo`); the hosts are kept in the order written.
+    pub fn parse(url: &str) -> Result<Self, ConninfoError> {
+        Conninfo::parse(url).map(Self::from)
+    }
+
     /// `options` applied to every host (the service's `lock_timeout`, …).
     pub fn map_hosts(mut self, options: impl Fn(PgConnectOptions) -> PgConnectOptions) -> Self {
         self.hosts = self.hosts.into_iter().map(options).collect();
