@@ -57,4 +57,4 @@ CREATE TRIGGER dead_letter_actions_key_held_elsewhere
     EXECUTE FUNCTION idempotency_key_held_elsewhere();
 
 INSERT INTO schema_compatibility (migration, oldest_compatible, release)
-VALUES (20261127000001, 20261126000001, '0.3.0');
+VALUES (20261127000005, 20261126000001, '0.3.0');

@@ -23,4 +23,4 @@ INSERT INTO service_keys (name, secret)
 VALUES ('amqp-attempt-seal', uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()));
 
 INSERT INTO schema_compatibility (migration, oldest_compatible, release)
-VALUES (20261127000002, 20261126000001, '0.3.0');
+VALUES (20261127000006, 20261126000001, '0.3.0');
