@@ -17,6 +17,7 @@ mod lifecycle;
 mod limits;
 mod openapi;
 mod ops;
+mod order_pages;
 mod orders;
 mod payments;
 mod pool_checks;
