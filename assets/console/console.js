@@ -576,44 +576,127 @@ async function timeline(main, id) {
     main.append(notice('An order id is a UUID.', 'error'));
     return;
   }
-  const [order, changes, ledger, events] = await Promise.all([
+  // An order's records grow without bound (one busy order can hold 100k versions): each list is
+  // read a page at a time, and the timeline shows what the pages read so far put in order.
+  const lists = [
+    records(`/v1/orders/${id}/history`, 'change', (change) => change.at, changeItem),
+    records(`/v1/orders/${id}/payments`, 'money', (entry) => entry.received_at, ledgerItem),
+    records(`/v1/orders/${id}/events`, 'event', (event) => event.created_at, eventItem),
+  ];
+  const [order, ...read] = await Promise.all([
     api(`/v1/orders/${id}`),
-    api(`/v1/orders/${id}/history`),
-    all(`/v1/orders/${id}/payments`, {}).catch(() => ({ items: [] })),
-    api(`/v1/orders/${id}/events`),
+    ...lists.map((l) => readPage(l).catch((error) => error)),
   ]);
   if (order.status !== 200) {
     main.append(notice(failure(order), 'error'),
       el('p', {}, link(`/console/search?${new URLSearchParams({ q: id })}`, 'Search for it as a transfer or customer id')));
     return;
   }
+  const failed = read.find((result) => result instanceof Error);
+  if (failed) throw failed;
   const o = order.body;
-  main.append(el('dl', { id: 'order' },
-    el('dt', {}, 'Id'), el('dd', {}, o.id),
-    el('dt', {}, 'Status'), el('dd', { id: 'order-status' }, o.status),
-    el('dt', {}, 'Version'), el('dd', {}, String(o.version)),
-    el('dt', {}, 'Customer'), el('dd', {}, link(`/console/search?${new URLSearchParams({ q: o.customer_id })}`, o.customer_id)),
-    el('dt', {}, 'Amount'), el('dd', {}, money(o.amount_minor, o.currency)),
-    el('dt', {}, 'Paid'), el('dd', {}, money(o.paid_minor, o.currency))));
-  const entries = [];
-  for (const change of changes.status === 200 ? changes.body.items : []) {
-    entries.push({ at: change.at, kind: 'change', node: changeItem(change) });
-  }
-  for (const entry of ledger.items) {
-    entries.push({ at: entry.received_at, kind: 'money', node: ledgerItem(entry) });
-  }
-  for (const event of events.status === 200 ? events.body.items : []) {
-    entries.push({ at: event.created_at, kind: 'event', node: eventItem(event) });
-  }
+  main.append(orderCard(o));
   if (canReadDeadLetters()) {
     const { items } = await all('/v1/dead-letters', {}).catch(() => ({ items: [] }));
-    for (const letter of items.filter((l) => l.body.toLowerCase().includes(id.toLowerCase()))) {
-      entries.push({ at: letter.first_dead_lettered_at, kind: 'dead', node: deadLetterItem(letter) });
-    }
+    const naming = items.filter((l) => l.body.toLowerCase().includes(id.toLowerCase()));
+    const byTime = (a, b) => Date.parse(a.first_dead_lettered_at) - Date.parse(b.first_dead_lettered_at);
+    lists.push({
+      kind: 'dead', buffer: naming.sort(byTime), done: true,
+      at: (letter) => letter.first_dead_lettered_at, node: deadLetterItem,
+    });
   }
-  entries.sort((a, b) => new Date(a.at) - new Date(b.at));
-  main.append(el('h2', {}, 'Timeline'), el('ol', { class: 'timeline', id: 'timeline' },
-    entries.map((entry) => el('li', { class: entry.kind }, el('div', { class: 'when' }, when(entry.at)), entry.node))));
+  const list = el('ol', { class: 'timeline', id: 'timeline' });
+  const shown = el('p', { id: 'timeline-shown', class: 'muted' });
+  const more = el('button', { type: 'button', id: 'timeline-more' }, 'Load more');
+  const status = el('div');
+  let lastVersion = 0;
+  /** Shows what the pages read so far put in order; returns how many entries it added. */
+  const show = () => {
+    const entries = merged(lists);
+    for (const { from, item } of entries) {
+      if (from.kind === 'change') lastVersion = item.version;
+      list.append(el('li', { class: from.kind }, el('div', { class: 'when' }, when(from.at(item))), from.node(item)));
+    }
+    const complete = lists.every((l) => l.done && !l.buffer.length);
+    const versions = lastVersion ? `Versions 1–${lastVersion} of ${o.version}` : `None of the ${o.version} versions`;
+    shown.textContent = complete
+      ? `All ${o.version} versions shown.`
+      : `${versions} shown, among ${list.children.length} entries; more to load.`;
+    more.hidden = complete;
+    return entries.length;
+  };
+  // A click reads the next page of the list that holds the timeline back, then of the next one
+  // that does, until a page's worth is shown: at most one page of each list per click, however
+  // long the order.
+  more.addEventListener('click', () => acting(status, async () => {
+    more.disabled = true;
+    try {
+      const read = new Set();
+      let added = 0;
+      for (;;) {
+        const holding = lists.filter((l) => !l.done && !l.buffer.length && !read.has(l));
+        if (!holding.length || added >= PAGE) break;
+        holding.forEach((l) => read.add(l));
+        await Promise.all(holding.map(readPage));
+        added += show();
+      }
+    } finally {
+      more.disabled = false;
+    }
+  }));
+  main.append(el('h2', {}, 'Timeline'), list, shown, el('div', { class: 'actions' }, more), status);
+  show();
+}
+
+/** The order's state: what an operator looks for first. */
+function orderCard(o) {
+  const rows = [
+    ['Id', o.id],
+    ['Status', el('span', { id: 'order-status' }, o.status)],
+    o.shipment && ['Shipment', el('span', { id: 'order-shipment' },
+      `${o.shipment.carrier}, tracking number ${o.shipment.tracking_number}`)],
+    o.cancellation_reason && ['Cancellation reason', el('span', { id: 'order-cancellation-reason' }, o.cancellation_reason)],
+    ['Refund due', el('span', { id: 'order-refund-due', class: o.refund_due_minor > 0 ? 'bad' : '' },
+      money(o.refund_due_minor, o.currency))],
+    ['Version', String(o.version)],
+    ['Customer', link(`/console/search?${new URLSearchParams({ q: o.customer_id })}`, o.customer_id)],
+    ['Amount', money(o.amount_minor, o.currency)],
+    ['Paid', money(o.paid_minor, o.currency)],
+    ['Refunded', money(o.refunded_minor, o.currency)],
+  ].filter(Boolean);
+  return el('dl', { id: 'order' }, rows.flatMap(([term, value]) => [el('dt', {}, term), el('dd', {}, value)]));
+}
+
+/** One of an order's lists, read a page at a time: the entries read and not yet shown, where the
+ * next page starts, and whether there is one. */
+function records(path, kind, at, node) {
+  return { path, kind, at, node, buffer: [], after: null, done: false };
+}
+
+async function readPage(list) {
+  const params = new URLSearchParams({ limit: String(PAGE) });
+  if (list.after) params.set('after', list.after);
+  const answer = await api(`${list.path}?${params}`);
+  if (answer.status !== 200) throw new Error(failure(answer));
+  list.buffer.push(...answer.body.items);
+  list.after = answer.body.next;
+  list.done = !answer.body.next;
+}
+
+/** Takes the entries of `lists` in time order (each list keeping its own order; a tie goes to the
+ * earlier list), as far as the pages read tell: it stops where a list whose next page is unread
+ * has nothing left, since that page may hold an earlier entry. */
+function merged(lists) {
+  const out = [];
+  for (;;) {
+    if (lists.some((l) => !l.done && !l.buffer.length)) return out;
+    let from = null;
+    for (const l of lists) {
+      if (l.buffer.length && (!from || Date.parse(l.at(l.buffer[0])) < Date.parse(from.at(from.buffer[0])))) from = l;
+    }
+    if (!from) return out;
+    out.push({ from, item: from.buffer.shift() });
+  }
 }
 
 function changeItem(change) {

@@ -25,7 +25,8 @@
 //! | `ship`, `cancel` | `status_change.rs` |
 //! | `apply_batch` (the consumer's batch of [`Request`]s) | `batch/` |
 //! | `expire_overdue` | `expiry.rs` |
-//! | `order`, `orders`, `payments`, `history` | `queries.rs` |
+//! | `order`, `orders` | `queries.rs` |
+//! | `history`, `payments`, `order_events` (an order's records, a page at a time) | `order_records.rs` |
 //! | `park`, `dead_letter`, `dead_letters`, `parked_summary`, `parked_by_class` | `dead_letters/mod.rs` |
 //! | `replay_dead_letters`, `act_on_dead_letter` | `dead_letters/actions.rs` |
 //! | `run`, `conclude` (private: the runner every command goes through) | `runner.rs` |
@@ -41,6 +42,7 @@ pub mod json_time;
 mod keys;
 mod ledger;
 mod order_command;
+mod order_records;
 mod outcome;
 mod place;
 mod queries;
@@ -62,8 +64,9 @@ pub use error::AppError;
 pub use events::OutboundEnvelope;
 pub use expiry::Sweep;
 pub use ledger::Receipt;
+pub use order_records::{EventsAfter, HistoryAfter, LedgerAfter, PageAfter};
 pub use outcome::Outcome;
-pub use queries::{Cursor, OrderPage, PageRequest};
+pub use queries::{Cursor, OrderPage, Page, PageRequest};
 pub use request::{Effect, Request};
 pub use wakeup::RelayWakeup;
 

@@ -1,20 +1,12 @@
-//! Reads for the REST API: one order, a newest-first page of orders (by status, customer, transfer
-//! or all), an order's ledger (both directions), history and published events.
+//! Reads for the REST API: one order, and a newest-first page of orders (by status, customer,
+//! transfer or all); [`Page`], what every listing answers. An order's own records, a page at a
+//! time, are in `order_records.rs`.
 
 use super::{App, AppError};
-use crate::domain::{
-    CustomerId, HistoryEntry, LedgerEntry, Order, OrderId, OrderStatus, TransferId,
-};
+use crate::domain::{CustomerId, Order, OrderId, OrderStatus, TransferId};
 use chrono::{DateTime, Utc};
 
-use strum::IntoEnumIterator;
-use uuid::Uuid;
-
-use super::events::event_id;
-use crate::domain::{EventType, Version};
 use crate::store::orders::{self, OrderFilter};
-use crate::store::outbox::order_events::{self, HeldEvent};
-use crate::store::{transfers, transitions};
 
 /// Where a page of a newest-first listing starts: strictly after the item with this time and id
 /// (an order's `created_at`, a dead letter's `last_dead_lettered_at`).
@@ -44,12 +36,35 @@ pub struct PageRequest {
     pub after: Option<Cursor>,
 }
 
+/// A page of a listing: at most the page size asked for, and where the next page starts (the
+/// key of its last item), `None` on the last page.
 #[derive(Debug, Clone)]
-pub struct OrderPage {
-    pub items: Vec<Order>,
-    /// Where the next page starts; `None` on the last page.
-    pub next: Option<Cursor>,
+pub struct Page<T, K> {
+    pub items: Vec<T>,
+    pub next: Option<K>,
 }
+
+impl<T, K> Page<T, K> {
+    /// The page of `limit` items out of `rows`, read with one row more than `limit`: that extra
+    /// row, dropped here, tells whether another page follows.
+    pub(super) fn of(mut rows: Vec<T>, limit: u16, key: impl Fn(&T) -> K) -> Self {
+        let limit = usize::from(limit);
+        let next = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(key)
+        } else {
+            None
+        };
+        Self { items: rows, next }
+    }
+}
+
+/// How many rows to read for a page of `limit` (see [`Page::of`]).
+pub(super) fn rows_for(limit: u16) -> i64 {
+    i64::from(limit) + 1
+}
+
+pub type OrderPage = Page<Order, Cursor>;
 
 impl App {
     pub async fn order(&self, id: OrderId) -> Result<Order, AppError> {
@@ -60,48 +75,18 @@ impl App {
     }
 
     pub async fn orders(&self, page: PageRequest) -> Result<OrderPage, AppError> {
-        let limit = usize::from(page.limit);
-        // One extra row tells whether another page follows.
         let filter = OrderFilter {
             status: page.status,
             customer_id: page.customer_id,
             transfer_id: page.transfer_id,
         };
-        let mut items = orders::list(
+        let rows = orders::list(
             &self.pool,
             &filter,
             page.after.map(|c| (c.at, c.id)),
-            limit as i64 + 1,
+            rows_for(page.limit),
         )
         .await?;
-        let next = if items.len() > limit {
-            items.truncate(limit);
-            items.last().map(Cursor::after)
-        } else {
-            None
-        };
-        Ok(OrderPage { items, next })
-    }
-
-    pub async fn payments(&self, id: OrderId) -> Result<Vec<LedgerEntry>, AppError> {
-        self.order(id).await?;
-        Ok(transfers::for_order(&self.pool, id).await?)
-    }
-
-    pub async fn history(&self, id: OrderId) -> Result<Vec<HistoryEntry>, AppError> {
-        self.order(id).await?;
-        Ok(transitions::for_order(&self.pool, id).await?)
-    }
-
-    /// The events the order's changes wrote that the outbox still holds (docs/messaging.md
-    /// "Published events"), oldest first: every event id any of its versions could have
-    /// emitted, looked up by id.
-    pub async fn order_events(&self, id: OrderId) -> Result<Vec<HeldEvent>, AppError> {
-        let order = self.order(id).await?;
-        let candidates: Vec<Uuid> = (1..=order.version.get())
-            .filter_map(Version::new)
-            .flat_map(|version| EventType::iter().map(move |kind| event_id(id, version, kind)))
-            .collect();
-        Ok(order_events::held(&self.pool, &candidates).await?)
+        Ok(Page::of(rows, page.limit, Cursor::after))
     }
 }

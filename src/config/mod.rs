@@ -73,7 +73,7 @@ pub const DEFAULT_AMQP_DELIVERY_LIMIT: u32 = 20;
 pub const DEFAULT_AMQP_RETRY_BASE_MS: u64 = 1_000;
 pub const DEFAULT_AMQP_RETRY_MAX_MS: u64 = 60_000;
 
-pub const DEFAULT_OPEN_PATHS: [&str; 6] = [
+pub const DEFAULT_OPEN_PATHS: [&str; 7] = [
     "/health",
     "/metrics",
     "/docs",
@@ -81,6 +81,8 @@ pub const DEFAULT_OPEN_PATHS: [&str; 6] = [
     "/console",
     "/openapi.json",
     "/asyncapi.json",
+    // The service's icon, which browsers ask for without a token.
+    "/favicon.ico",
 ];
 
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
@@ -268,7 +270,8 @@ mod tests {
                 "/docs",
                 "/console",
                 "/openapi.json",
-                "/asyncapi.json"
+                "/asyncapi.json",
+                "/favicon.ico"
             ]
         );
         assert_eq!(config.limits.request_timeout(), Duration::from_secs(10));

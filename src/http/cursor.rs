@@ -1,27 +1,40 @@
-//! The opaque `next`/`after` cursor of the listings (orders, dead letters): the time and id of the
-//! last item, hex-encoded so clients treat it as a token rather than something to build. A token
-//! is checked fully here: one that decodes to an instant Postgres cannot store would otherwise
-//! reach the query and fail there (a 500 instead of a 400).
+//! The opaque `next`/`after` token of every listing, hex-encoded so clients treat it as a token
+//! rather than something to build: for the top-level listings (orders, dead letters) the time and
+//! id of the last item; for an order's own records (history, ledger, events) the key of the last
+//! one, named for its listing, so that one listing's token is refused by another. The page size
+//! and its bounds are here once, for every listing and the command line. A token is checked fully
+//! here: one that decodes to an instant Postgres cannot store would otherwise reach the query and
+//! fail there (a 500 instead of a 400).
 
 use std::fmt::Display;
 use std::str::FromStr;
 
 use chrono::{DateTime, NaiveDate, Utc};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::problem::Problem;
-use crate::app::Cursor;
+use crate::app::{Cursor, EventsAfter, HistoryAfter, LedgerAfter, PageAfter};
+use crate::domain::Version;
 
 /// The largest page a listing serves.
 pub const MAX_PAGE: u16 = 100;
 /// The page size when none is asked for.
 pub const DEFAULT_PAGE: u16 = 20;
 
+/// What a listing's `next` token stands for, and how it is written and read back.
+pub trait Token: Sized {
+    fn to_token(&self) -> String;
+    /// `None` for anything this listing did not write.
+    fn from_token(token: &str) -> Option<Self>;
+}
+
 /// A listing's page size (default [`DEFAULT_PAGE`], 1–[`MAX_PAGE`]) and where it starts (the
 /// `after` token), or the 400 for either.
-pub fn page<Id: FromStr>(
+pub fn page<T: Token>(
     limit: Option<u16>,
     after: Option<&str>,
-) -> Result<(u16, Option<Cursor<Id>>), Problem> {
+) -> Result<(u16, Option<T>), Problem> {
     let limit = limit.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(Problem::bad_request(
@@ -30,14 +43,47 @@ pub fn page<Id: FromStr>(
         ));
     }
     let after = after
-        .map(decode)
+        .map(|token| T::from_token(token).ok_or(()))
         .transpose()
-        .map_err(|_| Problem::bad_request("invalid-cursor", "after is not a cursor of this API"))?;
+        .map_err(|()| {
+            Problem::bad_request("invalid-cursor", "after is not a cursor of this listing")
+        })?;
     Ok((limit, after))
 }
 
-pub fn encode<Id: Display>(cursor: &Cursor<Id>) -> String {
-    hex::encode(format!("{}.{}", cursor.at.timestamp_micros(), cursor.id))
+/// The `next` token of a page's last item.
+pub fn encode<T: Token>(key: &T) -> String {
+    key.to_token()
+}
+
+/// The query of a page of an order's records: `GET /v1/orders/{id}/history`, `…/payments`,
+/// `…/events`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// Page size, 1–100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u16>,
+    /// The `next` cursor of the previous page.
+    after: Option<String>,
+}
+
+impl PageParams {
+    /// The page asked for, or the 400 for its `limit` or `after`.
+    pub fn page<T: Token>(&self) -> Result<PageAfter<T>, Problem> {
+        let (limit, after) = page(self.limit, self.after.as_deref())?;
+        Ok(PageAfter { limit, after })
+    }
+}
+
+impl<Id: Display + FromStr> Token for Cursor<Id> {
+    fn to_token(&self) -> String {
+        hex::encode(format!("{}.{}", self.at.timestamp_micros(), self.id))
+    }
+
+    fn from_token(token: &str) -> Option<Self> {
+        decode(token).ok()
+    }
 }
 
 pub fn decode<Id: FromStr>(token: &str) -> Result<Cursor<Id>, ()> {
@@ -60,6 +106,52 @@ fn earliest_storable() -> DateTime<Utc> {
         .map_or(DateTime::<Utc>::MIN_UTC, |start| start.and_utc())
 }
 
+/// A key of an order's records as a token: `<listing>.<number>`, hex-encoded.
+fn keyed(listing: &str, key: i64) -> String {
+    hex::encode(format!("{listing}.{key}"))
+}
+
+/// The number a token of `listing` holds, if it is one (a positive one: versions and outbox ids
+/// start at 1).
+fn key_of(listing: &str, token: &str) -> Option<i64> {
+    let text = String::from_utf8(hex::decode(token).ok()?).ok()?;
+    let key = text.strip_prefix(listing)?.strip_prefix('.')?;
+    if !key.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    key.parse().ok().filter(|&key| key >= 1)
+}
+
+impl Token for HistoryAfter {
+    fn to_token(&self) -> String {
+        keyed("history", self.0.get())
+    }
+
+    fn from_token(token: &str) -> Option<Self> {
+        key_of("history", token).and_then(Version::new).map(Self)
+    }
+}
+
+impl Token for LedgerAfter {
+    fn to_token(&self) -> String {
+        keyed("ledger", self.0.get())
+    }
+
+    fn from_token(token: &str) -> Option<Self> {
+        key_of("ledger", token).and_then(Version::new).map(Self)
+    }
+}
+
+impl Token for EventsAfter {
+    fn to_token(&self) -> String {
+        keyed("events", self.0)
+    }
+
+    fn from_token(token: &str) -> Option<Self> {
+        key_of("events", token).map(Self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +170,7 @@ mod tests {
             id: DeadLetterId::generate(),
         };
         assert_eq!(decode(&encode(&cursor)), Ok(cursor));
+        assert_eq!(Cursor::from_token(&cursor.to_token()), Some(cursor));
     }
 
     #[test]
@@ -91,6 +184,53 @@ mod tests {
         ] {
             assert!(decode::<OrderId>(token).is_err(), "{token}");
         }
+    }
+
+    #[test]
+    fn an_orders_record_keys_round_trip_and_belong_to_their_listing() {
+        let version = Version::new(113_000).unwrap();
+        let history = HistoryAfter(version);
+        assert_eq!(HistoryAfter::from_token(&history.to_token()), Some(history));
+        let ledger = LedgerAfter(version);
+        assert_eq!(LedgerAfter::from_token(&ledger.to_token()), Some(ledger));
+        let events = EventsAfter(i64::MAX);
+        assert_eq!(EventsAfter::from_token(&events.to_token()), Some(events));
+        assert_eq!(LedgerAfter::from_token(&history.to_token()), None);
+        assert_eq!(HistoryAfter::from_token(&events.to_token()), None);
+    }
+
+    #[test]
+    fn garbage_is_not_a_key_of_an_orders_records() {
+        for token in [
+            "",
+            "zz",
+            &hex::encode("history."),
+            &hex::encode("history.0"),
+            &hex::encode("history.-1"),
+            &hex::encode("history.+1"),
+            &hex::encode("history.1.2"),
+            &hex::encode("history.99999999999999999999"),
+            &hex::encode("historyx.1"),
+        ] {
+            assert_eq!(HistoryAfter::from_token(token), None, "{token}");
+        }
+    }
+
+    #[test]
+    fn the_documented_page_bounds_are_the_constants() {
+        let params = PageParams::into_params(|| None);
+        let schema = |name: &str| {
+            let param = params.iter().find(|p| p.name == name).unwrap();
+            serde_json::to_value(param).unwrap()
+        };
+        let limit = schema("limit");
+        assert_eq!(limit["schema"]["minimum"], 1, "{limit}");
+        assert_eq!(limit["schema"]["maximum"], MAX_PAGE, "{limit}");
+        let described = limit["description"].as_str().unwrap();
+        assert!(
+            described.contains(&format!("1–{MAX_PAGE} (default {DEFAULT_PAGE})")),
+            "{described}"
+        );
     }
 
     #[test]

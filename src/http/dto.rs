@@ -132,22 +132,24 @@ pub struct RefundResponse {
     pub refund: LedgerEntryView,
 }
 
-/// An order's ledger entries, oldest first (never paginated: `next` is always null).
+/// A page of an order's ledger entries, oldest first; `next` (null on the last page) is the
+/// `after` of the following one.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LedgerList {
     pub items: Vec<LedgerEntryView>,
     pub next: Option<String>,
 }
 
-/// The events an order's changes wrote that the outbox still holds, oldest first (never
-/// paginated: `next` is always null).
+/// A page of the events an order's changes wrote that the outbox still holds, oldest first;
+/// `next` (null on the last page) is the `after` of the following one.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct OrderEventList {
     pub items: Vec<OrderEventView>,
     pub next: Option<String>,
 }
 
-/// An order's history, oldest first (never paginated: `next` is always null).
+/// A page of an order's history, oldest first; `next` (null on the last page) is the `after` of
+/// the following one.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HistoryList {
     pub items: Vec<HistoryEntryView>,
@@ -184,6 +186,98 @@ mod tests {
             let schema = serde_json::to_value(schema).unwrap();
             let documented = schema["properties"][field][bound].as_i64();
             assert_eq!(documented, Some(rule), "{field}.{bound} in {schema}");
+        }
+    }
+
+    /// docs/contract.md "Pages": an entry of an order's records is at most this much JSON,
+    /// whatever the values the service accepted or wrote, so a page of [`MAX_PAGE`] is at most
+    /// [`MAX_PAGE`] times it.
+    const MAX_RECORD_BYTES: usize = 8 * 1024;
+
+    /// `n` characters that each take four bytes of UTF-8, which JSON does not escape.
+    fn widest(n: usize) -> String {
+        "\u{1D11E}".repeat(n)
+    }
+
+    fn latest() -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::from_timestamp_micros(253_402_300_799_999_999).unwrap()
+    }
+
+    #[test]
+    fn a_page_of_an_orders_records_is_bounded_whatever_they_hold() {
+        use crate::app::views::{
+            CauseView, DirectionView, OrderEventStateView, OrderStatusView, SourceView,
+        };
+        use crate::domain::{ClientId, EventId, EventType, IdempotencyKey};
+        use crate::http::cursor::MAX_PAGE;
+        use strum::IntoEnumIterator;
+
+        let transfer_id = widest(TransferId::MAX_CHARS);
+        let history = HistoryEntryView {
+            version: i64::MAX,
+            kind: "payment_recorded".to_owned(),
+            from: Some(OrderStatusView::PendingPayment),
+            to: OrderStatusView::PendingPayment,
+            transfer_id: Some(transfer_id.clone()),
+            cause: CauseView {
+                source: SourceView::Amqp,
+                client_id: Some("c".repeat(ClientId::MAX_CHARS)),
+                // Printable ASCII; a quote is escaped to two bytes.
+                idempotency_key: Some("\"".repeat(IdempotencyKey::MAX_LEN)),
+                event_id: Some(widest(EventId::MAX_CHARS)),
+            },
+            at: latest(),
+        };
+        let ledger = LedgerEntryView {
+            transfer_id,
+            order_id: Uuid::max(),
+            direction: DirectionView::Out,
+            amount_minor: AmountMinor::MAX,
+            currency: "EUR".to_owned(),
+            source: SourceView::Amqp,
+            received_at: latest(),
+        };
+        let longest_type = EventType::iter().map(<&str>::from).max_by_key(|t| t.len());
+        let event = OrderEventView {
+            event_id: Uuid::max(),
+            event_type: longest_type.map(str::to_owned),
+            order_version: Some(i64::MAX),
+            created_at: latest(),
+            state: OrderEventStateView::SetAside,
+            published_at: Some(latest()),
+            // At most 1 KiB (`outbox_set_aside_reason_bounded`); a control character is
+            // escaped to six bytes.
+            set_aside_reason: Some("\u{1}".repeat(1024)),
+        };
+        let next = Some("ab".repeat(64));
+        let pages = [
+            serde_json::to_vec(&HistoryList {
+                items: vec![history.clone(); usize::from(MAX_PAGE)],
+                next: next.clone(),
+            }),
+            serde_json::to_vec(&LedgerList {
+                items: vec![ledger.clone(); usize::from(MAX_PAGE)],
+                next: next.clone(),
+            }),
+            serde_json::to_vec(&OrderEventList {
+                items: vec![event.clone(); usize::from(MAX_PAGE)],
+                next,
+            }),
+        ];
+        for entry in [
+            serde_json::to_vec(&history),
+            serde_json::to_vec(&ledger),
+            serde_json::to_vec(&event),
+        ] {
+            let bytes = entry.unwrap().len();
+            assert!(bytes <= MAX_RECORD_BYTES, "an entry of {bytes} bytes");
+        }
+        for page in pages {
+            let bytes = page.unwrap().len();
+            assert!(
+                bytes <= usize::from(MAX_PAGE) * MAX_RECORD_BYTES,
+                "a page of {bytes} bytes"
+            );
         }
     }
 }

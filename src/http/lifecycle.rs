@@ -1,4 +1,5 @@
-//! `/v1/orders/{id}/ship`, `/cancel` and `/history`: status changes and the record of them.
+//! `/v1/orders/{id}/ship`, `/cancel` and `/history`: status changes and the record of them, a
+//! page at a time.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -6,11 +7,12 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::cursor::{self, PageParams};
 use super::dto::{CancelRequest, HistoryList, ShipRequest};
-use super::extract::{Caller, IdPath, Mutation};
+use super::extract::{Caller, IdPath, ListQuery, Mutation};
 use super::if_match::IfMatch;
 use super::openapi_parts::{
-    CommandHeaders, CommandProblems, IfMatchHeader, OrderIdPath, OrderReadProblems,
+    CommandHeaders, CommandProblems, IfMatchHeader, OrderIdPath, OrderPageProblems,
     StatusChangeResponses,
 };
 use super::problem::Problem;
@@ -93,25 +95,30 @@ pub async fn cancel_order(
     Ok(respond::order(StatusCode::OK, &outcome))
 }
 
-/// The order's history: one entry per version, oldest first.
+/// The order's history: one entry per version, oldest first, a page at a time.
+///
+/// Keyset pagination: pass the `next` of a page as `after` to get the following one, until
+/// `next` is null.
 #[utoipa::path(
     get,
     path = "/v1/orders/{id}/history",
     tag = "orders",
-    params(OrderIdPath),
+    params(OrderIdPath, PageParams),
     responses(
-        (status = 200, description = "The transitions of the order", body = HistoryList),
-        OrderReadProblems,
+        (status = 200, description = "A page of the transitions of the order", body = HistoryList),
+        OrderPageProblems,
     )
 )]
 pub async fn order_history(
     State(state): State<ApiState>,
     Caller(caller): Caller,
     IdPath(order_id): IdPath<OrderId>,
+    ListQuery(params): ListQuery<PageParams>,
 ) -> Result<axum::Json<HistoryList>, Problem> {
-    let entries = state.app.history(order_id).await?;
+    let page = state.app.history(order_id, params.page()?).await?;
     Ok(axum::Json(HistoryList {
-        items: entries
+        items: page
+            .items
             .iter()
             .map(|entry| {
                 let mut view = HistoryEntryView::from(entry);
@@ -123,6 +130,6 @@ pub async fn order_history(
                 view
             })
             .collect(),
-        next: None,
+        next: page.next.as_ref().map(cursor::encode),
     }))
 }

@@ -44,6 +44,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub use auth::OpenPaths;
 pub use console::CONTENT_SECURITY_POLICY as CONSOLE_CONTENT_SECURITY_POLICY;
+pub use cursor::{DEFAULT_PAGE, MAX_PAGE};
 pub use extract::MAX_BODY_BYTES;
 pub use limits::Limits;
 pub use openapi::{document as openapi_document, to_pretty_json as openapi_json};

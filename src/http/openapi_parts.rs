@@ -74,12 +74,23 @@ pub enum CommandProblems {
     Unavailable(Problem),
 }
 
-/// The problems of a read of one order or its records.
+/// The problems of a read of one order.
 #[derive(IntoResponses)]
 pub enum OrderReadProblems {
     /// The id is not a UUID
     #[response(status = 400, content_type = "application/problem+json")]
     BadId(Problem),
+    /// Unknown order
+    #[response(status = 404, content_type = "application/problem+json")]
+    NotFound(Problem),
+}
+
+/// The problems of a page of an order's records (history, ledger, events).
+#[derive(IntoResponses)]
+pub enum OrderPageProblems {
+    /// The id is not a UUID, `limit` is not 1–100, or `after` is not a `next` of this listing
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadQuery(Problem),
     /// Unknown order
     #[response(status = 404, content_type = "application/problem+json")]
     NotFound(Problem),

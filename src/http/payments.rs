@@ -1,13 +1,15 @@
-//! `/v1/orders/{id}/payments` and `/refunds`: record money in or out, read the order's ledger.
+//! `/v1/orders/{id}/payments` and `/refunds`: record money in or out, read the order's ledger a
+//! page at a time.
 
 use axum::extract::State;
 use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::cursor::{self, PageParams};
 use super::dto::{LedgerList, PaymentRequest, PaymentResponse, RefundRequest, RefundResponse};
-use super::extract::{Caller, IdPath, Mutation};
-use super::openapi_parts::{CommandHeaders, CommandProblems, OrderIdPath, OrderReadProblems};
+use super::extract::{Caller, IdPath, ListQuery, Mutation};
+use super::openapi_parts::{CommandHeaders, CommandProblems, OrderIdPath, OrderPageProblems};
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
@@ -92,24 +94,29 @@ pub async fn record_refund(
     }))
 }
 
-/// The order's ledger entries, both directions, oldest first.
+/// The order's ledger entries, both directions, oldest first, a page at a time.
+///
+/// In the order they were recorded (the order's version that recorded each). Keyset pagination:
+/// pass the `next` of a page as `after` to get the following one, until `next` is null; an entry
+/// recorded meanwhile is on a later page, never skipped.
 #[utoipa::path(
     get,
     path = "/v1/orders/{id}/payments",
     tag = "payments",
-    params(OrderIdPath),
+    params(OrderIdPath, PageParams),
     responses(
-        (status = 200, description = "The ledger entries of the order: payments (`in`) and refunds (`out`)", body = LedgerList),
-        OrderReadProblems,
+        (status = 200, description = "A page of the ledger entries of the order: payments (`in`) and refunds (`out`)", body = LedgerList),
+        OrderPageProblems,
     )
 )]
 pub async fn list_payments(
     State(state): State<ApiState>,
     IdPath(order_id): IdPath<OrderId>,
+    ListQuery(params): ListQuery<PageParams>,
 ) -> Result<axum::Json<LedgerList>, Problem> {
-    let entries = state.app.payments(order_id).await?;
+    let page = state.app.payments(order_id, params.page()?).await?;
     Ok(axum::Json(LedgerList {
-        items: entries.iter().map(LedgerEntryView::from).collect(),
-        next: None,
+        items: page.items.iter().map(LedgerEntryView::from).collect(),
+        next: page.next.as_ref().map(cursor::encode),
     }))
 }

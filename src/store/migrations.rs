@@ -7,12 +7,12 @@
 //! it applied. Anything else (no row, or a row asking for a migration newer than this release's
 //! last) refuses to start with [`StoreError::IncompatibleSchema`], naming the migration, instead
 //! of sqlx's "previously applied but is missing". The check and the migration run under the
-//! migrator's advisory lock, so a newer release cannot migrate in between.
+//! migrator's advisory lock (`migration_lock`), so a newer release cannot migrate in between.
 
 use sqlx::PgConnection;
-use sqlx::migrate::{Migrate, Migrator};
+use sqlx::migrate::Migrator;
 
-use super::StoreError;
+use super::{StoreError, migration_lock};
 
 /// This release's migrations, embedded in the binary.
 fn migrator() -> Migrator {
@@ -38,10 +38,10 @@ pub struct Unknown {
 /// Applies this release's migrations that are not applied yet; on a schema a newer release has
 /// migrated, first checks that every migration it does not know is declared compatible with it.
 pub async fn migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
-    conn.lock().await.map_err(StoreError::Migrate)?;
+    migration_lock::lock(conn).await?;
     let checked = check_then_migrate(conn).await;
     // The lock is the session's: it goes with the connection if unlocking fails.
-    let unlocked = conn.unlock().await.map_err(StoreError::Migrate);
+    let unlocked = migration_lock::unlock(conn).await;
     checked.and(unlocked)
 }
 
@@ -61,7 +61,35 @@ async fn check_then_migrate(conn: &mut PgConnection) -> Result<(), StoreError> {
     migrator.set_ignore_missing(!unknown.is_empty());
     // The advisory lock is taken above, once: a failed run must not leave a second hold behind.
     migrator.set_locking(false);
-    migrator.run(conn).await.map_err(StoreError::Migrate)
+    for migration in migrator.iter() {
+        // An index built concurrently (a `-- no-transaction` migration) waits for every
+        // transaction older than the build, however long they last, and blocks no one
+        // meanwhile: stopped at the session's `lock_timeout` (that of requests), it would leave
+        // an invalid index behind, which `IF NOT EXISTS` then keeps. Every other migration
+        // keeps the timeout, so that its DDL never queues the service's statements behind it
+        // for long.
+        if migration.no_tx {
+            sqlx::query("SET lock_timeout = 0")
+                .execute(&mut *conn)
+                .await?;
+        }
+        // `run_to` through a direct connection: its `Acquire` bound would make this future
+        // not `Send` (sqlx's own reason for `run_direct`).
+        let applied = migrator
+            .run_direct(Some(migration.version), &mut *conn, false)
+            .await;
+        let reset = if migration.no_tx {
+            sqlx::query("RESET lock_timeout")
+                .execute(&mut *conn)
+                .await
+                .map(drop)
+        } else {
+            Ok(())
+        };
+        applied.map_err(StoreError::Migrate)?;
+        reset?;
+    }
+    Ok(())
 }
 
 /// Whether a release whose newest migration is `knows` may run with `unknown` applied.

@@ -13,6 +13,7 @@ pub mod dead_letters;
 mod error;
 pub mod failover;
 pub mod keys;
+mod migration_lock;
 pub mod migrations;
 pub mod order_batches;
 pub mod order_changes;

@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgPool};
 use uuid::Uuid;
 
-use super::orders::stored_money;
+use super::orders::{stored_money, stored_version};
 use super::{StoreError, stored};
-use crate::domain::{LedgerEntry, OrderId, Transfer, TransferId};
+use crate::domain::{LedgerEntry, OrderId, Transfer, TransferId, Version};
 
 /// The selected columns, named `ledger_*` so that a statement may select them beside an order's.
 macro_rules! ledger_columns {
@@ -51,17 +51,43 @@ impl TryFrom<TransferRow> for LedgerEntry {
     }
 }
 
-/// The order's ledger, oldest first.
-pub async fn for_order(pool: &PgPool, order_id: OrderId) -> Result<Vec<LedgerEntry>, StoreError> {
-    sqlx::query_as::<_, TransferRow>(concat!(
-        "SELECT ",
+/// A ledger entry as a page lists it: with the version of the order's change that recorded it
+/// (every entry is recorded by exactly one change, whose history row names it).
+#[derive(FromRow)]
+struct PagedRow {
+    recorded_version: i64,
+    #[sqlx(flatten)]
+    entry: TransferRow,
+}
+
+/// A page of the order's ledger in the order its entries were recorded: up to `limit` entries
+/// recorded after version `after` (from the first when `None`), each with the version that
+/// recorded it. The history's primary key `(order_id, version)` serves it, then the ledger's:
+/// no scan of the order's rows, however many. The version is the key rather than
+/// `received_at`, a timestamp taken before the write waits for the order's row, so an entry
+/// committed after a page was read can never sort before that page's end: a reader following
+/// `next` sees every entry exactly once, even while payments arrive.
+pub async fn page(
+    pool: &PgPool,
+    order_id: OrderId,
+    after: Option<Version>,
+    limit: i64,
+) -> Result<Vec<(Version, LedgerEntry)>, StoreError> {
+    sqlx::query_as::<_, PagedRow>(concat!(
+        "SELECT history.version AS recorded_version, ",
         ledger_columns!(),
-        " FROM transfers WHERE order_id = $1 ORDER BY received_at, transfer_id"
+        " FROM order_transitions AS history \
+         JOIN transfers ON transfers.transfer_id = history.transfer_id \
+         WHERE history.order_id = $1 AND history.version > $2 \
+           AND history.transfer_id IS NOT NULL \
+         ORDER BY history.version LIMIT $3"
     ))
     .bind(order_id.as_uuid())
+    .bind(after.map_or(0, Version::get))
+    .bind(limit)
     .fetch_all(pool)
     .await?
     .into_iter()
-    .map(LedgerEntry::try_from)
+    .map(|row| Ok((stored_version(row.recorded_version)?, row.entry.try_into()?)))
     .collect()
 }

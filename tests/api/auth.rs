@@ -422,6 +422,8 @@ async fn health_metrics_and_docs_stay_open_while_anything_else_needs_a_token() {
         "/console",
         "/console/orders/0193a5b0-7c1e-7d2a-9f4e-3b8c2d1e0f5a",
         "/console/assets/console.js",
+        "/console/assets/favicon.svg",
+        "/favicon.ico",
     ] {
         let response = app.get(path).await;
         assert_eq!(response.status, StatusCode::OK, "{path}: {}", response.text);

@@ -1,6 +1,7 @@
 //! `/console` as served (docs/operations/console.md): one static page for every view under it,
-//! its script and stylesheet, all under a policy with no inline script, no eval and nothing from
-//! another origin, and no data in any of them. The console in a browser is `tests/console`.
+//! its script, stylesheet and icon (also the service's `/favicon.ico`), all under a policy with
+//! no inline script, no eval and nothing from another origin, and no data in any of them. The
+//! console in a browser is `tests/console`.
 
 use axum::http::StatusCode;
 
@@ -34,6 +35,9 @@ async fn every_console_view_is_the_same_static_page_under_a_strict_policy() {
             "text/javascript; charset=utf-8",
         ),
         ("/console/assets/console.css", "text/css; charset=utf-8"),
+        // The icon, which the page names and every browser asks for (no failed request).
+        ("/console/assets/favicon.svg", "image/svg+xml"),
+        ("/favicon.ico", "image/svg+xml"),
     ] {
         let response = app.get(path).await;
         assert_eq!(response.status, StatusCode::OK, "{path}");
@@ -64,6 +68,14 @@ async fn every_console_view_is_the_same_static_page_under_a_strict_policy() {
         app.get("/console/assets/other.js").await.status,
         StatusCode::NOT_FOUND
     );
+    assert!(
+        page.text
+            .contains(r#"<link rel="icon" href="/console/assets/favicon.svg""#),
+        "{}",
+        page.text
+    );
+    let icon = app.get("/favicon.ico").await;
+    assert!(icon.text.starts_with("<svg"), "{}", icon.text);
 }
 
 #[test]

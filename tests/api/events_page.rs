@@ -26,14 +26,19 @@ const PATIENCE: Duration = Duration::from_secs(120);
 async fn the_events_page_renders_every_event_offline_in_a_real_browser() {
     let chromium = chromium();
     let app = TestApp::spawn().await;
-    let requested = Arc::new(Mutex::new(Vec::<String>::new()));
+    let requested = Arc::new(Mutex::new(Vec::<(String, u16)>::new()));
     let log = requested.clone();
     let router =
         app.router
             .clone()
             .layer(middleware::from_fn(move |request: Request, next: Next| {
-                log.lock().unwrap().push(request.uri().path().to_owned());
-                next.run(request)
+                let log = log.clone();
+                async move {
+                    let path = request.uri().path().to_owned();
+                    let response = next.run(request).await;
+                    log.lock().unwrap().push((path, response.status().as_u16()));
+                    response
+                }
             }));
     let (address, shutdown, server) = serve_tcp(router, ConnectionLimits::default()).await;
     let profile = Profile::new();
@@ -78,8 +83,15 @@ async fn the_events_page_renders_every_event_offline_in_a_real_browser() {
         assert!(dom.contains(event), "{event} is not on the rendered page");
     }
     assert!(dom.contains("order-service.inbox") && dom.contains("order-service.dlx"));
-    // Everything the page used came from this service (and the browser asked for its icon).
-    let mut requested = requested.lock().unwrap().clone();
+    // Everything the page used came from this service and was there (the browser may also have
+    // asked for the icon, `/favicon.ico`, which is there too).
+    let answered = requested.lock().unwrap().clone();
+    let failed: Vec<_> = answered
+        .iter()
+        .filter(|(_, status)| *status >= 400)
+        .collect();
+    assert!(failed.is_empty(), "failed requests: {failed:?}");
+    let mut requested: Vec<String> = answered.into_iter().map(|(path, _)| path).collect();
     requested.retain(|path| path != "/favicon.ico");
     requested.sort();
     requested.dedup();

@@ -18,6 +18,7 @@ mod lifecycle;
 mod limits;
 mod openapi;
 mod ops;
+mod order_pages;
 mod orders;
 mod payments;
 mod pool_checks;

@@ -3,8 +3,9 @@
 
 use uuid::Uuid;
 
-use order_service::app::App;
+use order_service::app::{App, PageAfter};
 use order_service::domain::{Cause, Direction, EventId, Money, OrderId, Refund, TransferId};
+use order_service::http::MAX_PAGE;
 use order_service::store;
 
 use order_service_testkit::TestDb;
@@ -12,8 +13,9 @@ use order_service_testkit::TestDb;
 /// The first migration of refunds, expiry and orders by customer.
 const REFUNDS_MIGRATION: &str = "20261122000002";
 
-/// An order and its payments as the previous release wrote them (no `refunded_minor`, no
-/// `direction`).
+/// An order, its payments and its history as the previous release wrote them (no
+/// `refunded_minor`, no `direction`): each payment recorded by a change of its own, the last one
+/// of a `PAID` order moving it to `PAID`, and a `CANCELLED` order cancelled after its payments.
 async fn legacy_order(
     db: &TestDb,
     status: &str,
@@ -48,6 +50,36 @@ async fn legacy_order(
         .execute(&db.pool)
         .await
         .expect("a legacy payment");
+    }
+    let pending = Some("PENDING_PAYMENT");
+    let mut changes = vec![("created", None, "PENDING_PAYMENT", None)];
+    for n in 0..paid.len() {
+        let completes = status == "PAID" && n + 1 == paid.len();
+        let (kind, to) = if completes {
+            ("paid", "PAID")
+        } else {
+            ("payment_recorded", "PENDING_PAYMENT")
+        };
+        changes.push((kind, pending, to, Some(format!("legacy-{id}-{n}"))));
+    }
+    if status == "CANCELLED" {
+        changes.push(("cancelled", pending, "CANCELLED", None));
+    }
+    for (version, (kind, from, to, transfer)) in (1_i64..).zip(changes) {
+        sqlx::query(
+            "INSERT INTO order_transitions (order_id, version, kind, from_status, to_status, \
+             transfer_id, cause_source, event_id) VALUES ($1, $2, $3, $4, $5, $6, 'amqp', $7)",
+        )
+        .bind(id)
+        .bind(version)
+        .bind(kind)
+        .bind(from)
+        .bind(to)
+        .bind(transfer)
+        .bind(format!("legacy-event-{id}-{version}"))
+        .execute(&db.pool)
+        .await
+        .expect("a legacy history row");
     }
     id
 }
@@ -90,9 +122,24 @@ async fn the_refund_migration_keeps_what_existing_orders_meant_and_lets_refunds_
             read.refund_required, flag,
             "{order}: the flag keeps its meaning"
         );
-        let ledger = app.payments(OrderId::from_uuid(order)).await.unwrap();
+        let ledger = app
+            .payments(
+                OrderId::from_uuid(order),
+                PageAfter {
+                    limit: MAX_PAGE,
+                    after: None,
+                },
+            )
+            .await
+            .unwrap();
+        assert!(ledger.next.is_none());
+        let payments = if order == overpaid { 2 } else { 1 };
+        assert_eq!(ledger.items.len(), payments, "{order}");
         assert!(
-            ledger.iter().all(|e| e.transfer.direction == Direction::In),
+            ledger
+                .items
+                .iter()
+                .all(|e| e.transfer.direction == Direction::In),
             "existing ledger rows are payments"
         );
     }

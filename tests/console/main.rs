@@ -2,7 +2,9 @@
 //! two API clients (`console-admin` with every scope, `console-reader` with `orders:read`), the
 //! messages the console must show published to RabbitMQ, and `browser/console.test.mjs` driving
 //! Debian's Chromium through Playwright (playwright-core with the system browser; `npm ci` runs
-//! here the first time, from the committed lock file). What the browser checks is listed at the
+//! here the first time, from the committed lock file). An order with more versions than a page
+//! (placed, paid 150 times a cent and cancelled over REST) is the timeline the browser pages
+//! through. What the browser checks is listed at the
 //! top of that script; here, after it, that the replay it clicked really applied the payment.
 //!
 //! `CONSOLE_SCREENSHOTS=docs/images cargo test --test console` refreshes the screenshots the
@@ -121,6 +123,8 @@ async fn the_console_shows_dead_letters_and_timelines_and_acts_only_with_the_adm
             .expect("place");
     assert_eq!(status, 201, "{answer}");
 
+    let busy = busy_order(service.port, &auth).await;
+
     let screenshots = std::env::var("CONSOLE_SCREENSHOTS").ok().map(|dir| {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
         std::fs::create_dir_all(&dir).expect("the screenshots' directory");
@@ -133,6 +137,9 @@ async fn the_console_shows_dead_letters_and_timelines_and_acts_only_with_the_adm
         .env("ADMIN_TOKEN", &admin)
         .env("READ_TOKEN", &reader)
         .env("ORDER_ID", shipped.to_string())
+        .env("BUSY_ORDER_ID", busy.to_string())
+        .env("BUSY_PAYMENTS", BUSY_PAYMENTS.to_string())
+        .env("CANCEL_REASON", CANCEL_REASON)
         .env("XSS_MARKUP", XSS_MARKUP)
         .envs(
             screenshots
@@ -158,6 +165,47 @@ async fn the_console_shows_dead_letters_and_timelines_and_acts_only_with_the_adm
     service.stop().await;
     let _ = broker.close(200, "done".into()).await;
     let _ = std::fs::remove_dir_all(&logs);
+}
+
+/// Payments of 1 cent on the busy order: more than a page (100) of history and of ledger.
+const BUSY_PAYMENTS: u32 = 150;
+/// Why the busy order was cancelled, which its card shows.
+const CANCEL_REASON: &str = "customer changed their mind";
+
+/// An order with a timeline longer than a page: placed over REST, paid [`BUSY_PAYMENTS`] times 1
+/// cent, then cancelled with [`CANCEL_REASON`], so that it holds the payments as its refund due.
+/// Versions 1 + [`BUSY_PAYMENTS`] + 1.
+async fn busy_order(port: u16, auth: &[(&str, &str)]) -> Uuid {
+    let id = Uuid::new_v4();
+    let place = json!({"id": id, "customer_id": "console-busy", "amount_minor": 1_000_000, "currency": "EUR"});
+    let (status, answer) = http::post_with(
+        port,
+        "/v1/orders",
+        &format!("busy-{id}"),
+        &place.to_string(),
+        auth,
+    )
+    .await
+    .expect("place");
+    assert_eq!(status, 201, "{answer}");
+    let path = format!("/v1/orders/{id}/payments");
+    for n in 1..=BUSY_PAYMENTS {
+        let payment =
+            json!({"transfer_id": format!("busy-{id}-{n}"), "amount_minor": 1, "currency": "EUR"});
+        let key = format!("busy-{id}-pay-{n}");
+        let (status, answer) = http::post_with(port, &path, &key, &payment.to_string(), auth)
+            .await
+            .expect("pay");
+        assert_eq!(status, 201, "{answer}");
+    }
+    let cancel = json!({ "reason": CANCEL_REASON }).to_string();
+    let path = format!("/v1/orders/{id}/cancel");
+    let (status, answer) =
+        http::post_with(port, &path, &format!("busy-{id}-cancel"), &cancel, auth)
+            .await
+            .expect("cancel");
+    assert_eq!(status, 200, "{answer}");
+    id
 }
 
 /// An inbound envelope of `type` with `data`.

@@ -1,18 +1,21 @@
 //! Which of an order's events the outbox still holds, and where each stands: waiting for the
-//! relay, published, or set aside (`outbox_set_aside`). The caller names the events by id (an
-//! order event's id is derived from the order, its version and the type: `app::events`), so the
-//! read goes through the unique index on `outbox.event_id` and needs no index by order; a row
-//! the relay pruned (published, and older than `OUTBOX_RETENTION_HOURS`) is not found.
+//! relay, published, or set aside (`outbox_set_aside`, which keeps the row's id). Read a page at a
+//! time in outbox id order, the order the order's changes wrote them in, through the indexes on
+//! `(order_id, id)` of both tables (migrations `20261127000001`, `20261127000003`); a row the
+//! relay pruned (published, and older than `OUTBOX_RETENTION_HOURS`) is not found.
 
 use chrono::{DateTime, Utc};
 use sqlx::{FromRow, PgPool};
 use uuid::Uuid;
 
+use crate::domain::OrderId;
 use crate::store::StoreError;
 
 /// An order event as the outbox (or the set-aside table) holds it.
 #[derive(Debug, Clone, FromRow)]
 pub struct HeldEvent {
+    /// The row's id in the outbox (kept when it is set aside): its place in the order's events.
+    pub id: i64,
     pub event_id: Uuid,
     pub event_type: Option<String>,
     pub order_version: Option<i64>,
@@ -23,19 +26,32 @@ pub struct HeldEvent {
     pub set_aside_reason: Option<String>,
 }
 
-/// The rows of `event_ids` in the outbox and among those set aside, oldest first. The set-aside
-/// table holds only what an operator must look at, so its scan stays small.
-pub async fn held(pool: &PgPool, event_ids: &[Uuid]) -> Result<Vec<HeldEvent>, StoreError> {
+/// A page of the order's events, oldest first: up to `limit` rows of the outbox and of those set
+/// aside with an id above `after` (from the first when `None`). Each table gives its first
+/// `limit` by its index, and the two are merged: a row is in one table or the other, never both
+/// (the relay moves it in one statement). An order's rows get their ids while its change holds
+/// the order's row, so a later change's events always sort after an earlier one's.
+pub async fn page(
+    pool: &PgPool,
+    order_id: OrderId,
+    after: Option<i64>,
+    limit: i64,
+) -> Result<Vec<HeldEvent>, StoreError> {
     Ok(sqlx::query_as::<_, HeldEvent>(
-        "SELECT event_id, event_type, order_version, created_at, published_at, \
-                NULL::text AS set_aside_reason \
-         FROM outbox WHERE event_id = ANY($1) \
-         UNION ALL \
-         SELECT event_id, event_type, order_version, created_at, NULL, reason \
-         FROM outbox_set_aside WHERE event_id = ANY($1) \
-         ORDER BY created_at, event_id",
+        "SELECT id, event_id, event_type, order_version, created_at, published_at, \
+                set_aside_reason \
+         FROM (\
+             (SELECT id, event_id, event_type, order_version, created_at, published_at, \
+                     NULL::text AS set_aside_reason \
+              FROM outbox WHERE order_id = $1 AND id > $2 ORDER BY id LIMIT $3) \
+             UNION ALL \
+             (SELECT id, event_id, event_type, order_version, created_at, NULL, reason \
+              FROM outbox_set_aside WHERE order_id = $1 AND id > $2 ORDER BY id LIMIT $3)\
+         ) AS held ORDER BY id LIMIT $3",
     )
-    .bind(event_ids)
+    .bind(order_id.as_uuid())
+    .bind(after.unwrap_or(0))
+    .bind(limit)
     .fetch_all(pool)
     .await?)
 }

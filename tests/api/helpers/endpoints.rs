@@ -6,6 +6,8 @@ use axum::http::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use order_service::http::MAX_PAGE;
+
 use super::bodies::get_request;
 use super::{TestApp, TestResponse, payment_body, refund_body, shipment_body, unique_key};
 
@@ -123,10 +125,37 @@ impl TestApp {
         self.get(&format!("/v1/orders/{order}")).await
     }
 
+    /// The order's whole history, every page of it.
     pub async fn history(&self, order: Uuid) -> Vec<Value> {
-        let response = self.get(&format!("/v1/orders/{order}/history")).await;
-        assert_eq!(response.status, StatusCode::OK, "{}", response.text);
-        response.body["items"].as_array().unwrap().clone()
+        self.every_page(&format!("/v1/orders/{order}/history"), MAX_PAGE)
+            .await
+    }
+
+    /// Every item of the listing at `path` (without a query), in order, following `next` with
+    /// pages of `limit` to the last one; asserts each page is 200, and full unless it is the
+    /// last.
+    pub async fn every_page(&self, path: &str, limit: u16) -> Vec<Value> {
+        let mut items = vec![];
+        let mut after: Option<String> = None;
+        loop {
+            let page_path = match &after {
+                Some(after) => format!("{path}?limit={limit}&after={after}"),
+                None => format!("{path}?limit={limit}"),
+            };
+            let page = self.get(&page_path).await;
+            assert_eq!(page.status, StatusCode::OK, "{page_path}: {}", page.text);
+            let page_items = page.body["items"].as_array().expect("items");
+            after = page.body["next"].as_str().map(str::to_owned);
+            if after.is_some() {
+                assert_eq!(page_items.len(), usize::from(limit), "{page_path}");
+            } else {
+                assert!(page_items.len() <= usize::from(limit), "{page_path}");
+            }
+            items.extend(page_items.iter().cloned());
+            if after.is_none() {
+                return items;
+            }
+        }
     }
 
     /// Places a EUR order of `amount` and pays it in full; returns its id (the order is at
@@ -137,12 +166,10 @@ impl TestApp {
         id
     }
 
-    /// The order's ledger as the API lists it.
+    /// The order's whole ledger as the API lists it, every page of it.
     pub async fn ledger(&self, order: Uuid) -> Vec<Value> {
-        let response = self.get(&format!("/v1/orders/{order}/payments")).await;
-        assert_eq!(response.status, StatusCode::OK, "{}", response.text);
-        assert!(response.body["next"].is_null(), "{}", response.text);
-        response.body["items"].as_array().unwrap().clone()
+        self.every_page(&format!("/v1/orders/{order}/payments"), MAX_PAGE)
+            .await
     }
 
     pub async fn refund(&self, order: Uuid, key: &str, body: &Value) -> TestResponse {
