@@ -53,25 +53,14 @@ async fn key(conn: &mut PgConnection) -> Result<i64, StoreError> {
 }
 
 /// What sqlx's Postgres migrator derives the key from a database's name with: the name's CRC-32
-/// (IEEE, as zlib's) times a constant of its choosing. Below 2^63, so it never overflows.
+/// (`CRC_32_ISO_HDLC`, with the same `crc` crate sqlx uses) times a constant of its choosing.
+/// Below 2^63, so it never overflows.
 fn key_of(database: &str) -> i64 {
     0x3d32_ad9e * i64::from(crc32(database.as_bytes()))
 }
 
-/// CRC-32 (IEEE 802.3, reflected, as zlib's and sqlx's `CRC_32_ISO_HDLC`).
 fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0_u32;
-    for &byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
+    crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(bytes)
 }
 
 #[cfg(test)]
