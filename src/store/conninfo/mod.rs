@@ -61,15 +61,19 @@ pub struct Conninfo {
     connect_timeout: Option<Duration>,
 }
 
+/// `host:port` of each of `hosts`: what a `Debug` shows of them, since the options' own `Debug`
+/// would show the password.
+pub fn shown_hosts(hosts: &[PgConnectOptions]) -> Vec<String> {
+    hosts
+        .iter()
+        .map(|host| format!("{}:{}", host.get_host(), host.get_port()))
+        .collect()
+}
+
 impl std::fmt::Debug for Conninfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hosts: Vec<String> = self
-            .hosts
-            .iter()
-            .map(|host| format!("{}:{}", host.get_host(), host.get_port()))
-            .collect();
         f.debug_struct("Conninfo")
-            .field("hosts", &hosts)
+            .field("hosts", &shown_hosts(&self.hosts))
             .field("keywords", &self.settings)
             .finish_non_exhaustive()
     }

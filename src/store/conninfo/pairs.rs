@@ -55,13 +55,7 @@ pub(super) fn parse(text: &str) -> Result<Settings, ConninfoError> {
             }
             // The space that ended the value is the item's; a backslash at the very end is dropped.
         }
-        let stored = settings
-            .store(&keyword, value)
-            .map_err(|unknown| match after_secret {
-                Some(secret) => ConninfoError::UnknownAfterSecret(secret),
-                None => ConninfoError::unknown_keyword(unknown),
-            })?;
-        after_secret = stored.secret.then_some(stored.name);
+        settings.store_item(&keyword, value, &mut after_secret)?;
     }
 }
 

@@ -45,6 +45,26 @@ impl Settings {
         Ok(keyword)
     }
 
+    /// [`Settings::store`] for an item of the text read in order: an unknown keyword is refused
+    /// by name, or, right after a secret's item, described without its text (it may be the rest
+    /// of the secret). `after_secret` is the keyword of the secret just stored, if the previous
+    /// item was one, and is updated for the next item.
+    pub fn store_item(
+        &mut self,
+        name: &str,
+        value: String,
+        after_secret: &mut Option<&'static str>,
+    ) -> Result<(), ConninfoError> {
+        let stored = self
+            .store(name, value)
+            .map_err(|unknown| match after_secret {
+                Some(secret) => ConninfoError::UnknownAfterSecret(secret),
+                None => ConninfoError::unknown_keyword(unknown),
+            })?;
+        *after_secret = stored.secret.then_some(stored.name);
+        Ok(())
+    }
+
     /// Every keyword set that is not a secret, with its value.
     pub fn shown(&self) -> impl Iterator<Item = (&'static str, &str)> {
         self.0

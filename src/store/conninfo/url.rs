@@ -130,13 +130,7 @@ fn query(mut params: &str, settings: &mut Settings) -> Result<(), ConninfoError>
             ("ssl", "true") => ("sslmode".to_owned(), "require".to_owned()),
             _ => (keyword, value),
         };
-        let stored = settings
-            .store(&keyword, value)
-            .map_err(|unknown| match after_secret {
-                Some(secret) => ConninfoError::UnknownAfterSecret(secret),
-                None => ConninfoError::unknown_keyword(unknown),
-            })?;
-        after_secret = stored.secret.then_some(stored.name);
+        settings.store_item(&keyword, value, &mut after_secret)?;
     }
     Ok(())
 }

@@ -34,13 +34,8 @@ pub struct Database {
 /// Hosts and ports only: the options' own `Debug` would show the password.
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hosts: Vec<String> = self
-            .hosts
-            .iter()
-            .map(|host| format!("{}:{}", host.get_host(), host.get_port()))
-            .collect();
         f.debug_struct("Database")
-            .field("hosts", &hosts)
+            .field("hosts", &super::conninfo::shown_hosts(&self.hosts))
             .field("attrs", &self.attrs)
             .field("connect_timeout", &self.connect_timeout)
             .finish()
