@@ -165,7 +165,9 @@ impl Plan {
                 scaling_levels: unless(cli.skip_scaling, &SCALING_CURVE[..2]),
                 batch_sizes: unless(cli.skip_batch_curve, &BATCH_CURVE[..2]),
                 curve_duration: Duration::from_millis(300),
-                curve_orders: 20,
+                // Enough work for the service's CPU to be measurable per point: /proc counts it
+                // in 10 ms ticks, and 20 orders at batches of 4 sometimes took less than one.
+                curve_orders: 100,
                 duplicate_orders: 20,
                 service_env: cli.service_env.clone(),
                 rest_service_env: cli.rest_service_env.clone(),
