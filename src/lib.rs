@@ -2,7 +2,9 @@
 //!
 //! Layers, outermost first: two doors, [`http`] (the REST API) and [`amqp`] (the consumer of
 //! inbound events, and the outbox relay that publishes outbound ones), both call [`app`], which
-//! owns transactions and outcomes; [`store`] holds all SQL; [`domain`] is pure. [`auth`] knows the
+//! decides and owns the outcomes (a command is two statements and no transaction of its own; a
+//! consumer batch is one transaction, which `app` opens: docs/architecture.md "Two statements,
+//! no transaction"); [`store`] holds all SQL; [`domain`] is pure. [`auth`] knows the
 //! API's clients; [`health`] carries the readiness of background components; [`release`] names the build. [`startup`] wires
 //! them together from [`config`] into a [`startup::Service`]; [`telemetry`] sets up logs,
 //! traces and metrics; [`expiry_sweep`] cancels orders left unpaid too long; [`cli`] is the operators' command

@@ -132,7 +132,7 @@ pub fn parse_raw_value<I: ParsableInput>(
 /// How deep field arrays and tables may nest inside one another before the parser stops
 /// descending. A deeper array or table is skipped whole (its length prefix says where it ends)
 /// and read as an empty one, so what one frame holds can never exhaust the parsing thread's
-/// stack, whatever the peer sends (order-service patch, see PATCHED.md).
+/// stack, whatever the peer sends (order-service patch, see vendor/README.md).
 pub const MAX_NESTING: usize = 32;
 
 /// Parse an [AMQPValue](../type.AMQPValue.html)
@@ -240,7 +240,7 @@ pub fn parse_decimal_value<I: ParsableInput>(i: I) -> ParserResult<I, DecimalVal
 
 /// The bytes as text; invalid UTF-8 becomes U+FFFD rather than an error, so a peer's malformed
 /// short string (a property, a header name) cannot fail the whole frame, and with it the
-/// connection (order-service patch, see PATCHED.md).
+/// connection (order-service patch, see vendor/README.md).
 fn make_str<I: Input<Item = u8>>(i: I) -> String {
     String::from_utf8(i.iter_elements().collect())
         .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
