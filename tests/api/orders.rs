@@ -187,30 +187,18 @@ async fn placed_for(app: &TestApp, customer: &str) -> Uuid {
     response.body["id"].as_str().unwrap().parse().unwrap()
 }
 
-/// Follows `next` from `path` (a query without `after`) to the last page; returns every order
-/// listed, in order, after checking each page's size and that each order passes `check`.
-async fn every_page(app: &TestApp, path: &str, limit: usize, check: impl Fn(&Value)) -> Vec<Uuid> {
-    let mut seen = vec![];
-    let mut next: Option<String> = None;
-    loop {
-        let page_path = match &next {
-            Some(after) => format!("{path}&limit={limit}&after={after}"),
-            None => format!("{path}&limit={limit}"),
-        };
-        let page = app.get(&page_path).await;
-        assert_eq!(page.status, StatusCode::OK, "{}", page.text);
-        let items = page.body["items"].as_array().unwrap();
-        assert!(items.len() <= limit, "{}", page.text);
-        for item in items {
+/// Every order the listing at `path` (a query without `after`) gives, following `next` with
+/// pages of `limit` (`TestApp::every_page` checks each page's size), after checking that each
+/// order passes `check`.
+async fn every_page(app: &TestApp, path: &str, limit: u16, check: impl Fn(&Value)) -> Vec<Uuid> {
+    app.every_page(path, limit)
+        .await
+        .iter()
+        .map(|item| {
             check(item);
-            seen.push(item["id"].as_str().unwrap().parse().unwrap());
-        }
-        match page.body["next"].as_str() {
-            Some(after) => next = Some(after.to_owned()),
-            None => break,
-        }
-    }
-    seen
+            item["id"].as_str().unwrap().parse().unwrap()
+        })
+        .collect()
 }
 
 #[tokio::test]

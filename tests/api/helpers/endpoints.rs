@@ -131,16 +131,17 @@ impl TestApp {
             .await
     }
 
-    /// Every item of the listing at `path` (without a query), in order, following `next` with
-    /// pages of `limit` to the last one; asserts each page is 200, and full unless it is the
-    /// last.
+    /// Every item of the listing at `path` (with or without a query of filters), in order,
+    /// following `next` with pages of `limit` to the last one; asserts each page is 200, and
+    /// full unless it is the last.
     pub async fn every_page(&self, path: &str, limit: u16) -> Vec<Value> {
+        let separator = if path.contains('?') { '&' } else { '?' };
         let mut items = vec![];
         let mut after: Option<String> = None;
         loop {
             let page_path = match &after {
-                Some(after) => format!("{path}?limit={limit}&after={after}"),
-                None => format!("{path}?limit={limit}"),
+                Some(after) => format!("{path}{separator}limit={limit}&after={after}"),
+                None => format!("{path}{separator}limit={limit}"),
             };
             let page = self.get(&page_path).await;
             assert_eq!(page.status, StatusCode::OK, "{page_path}: {}", page.text);
