@@ -134,6 +134,31 @@ impl TestDb {
         format!("postgres://postgres@127.0.0.1:{port}/{}", self.name)
     }
 
+    /// Seeds the ledger of `order` (a placed EUR order) straight into the database with `count`
+    /// payments of 10^12, the largest amount, recorded through `source` (`api` or `amqp`), and
+    /// its `paid_minor` to match, `PAID`: what hours of requests would take, for a test of what
+    /// an order near the money bound does. The history is not written. Returns the sum paid.
+    pub async fn seed_largest_payments(&self, order: uuid::Uuid, count: i64, source: &str) -> i64 {
+        let paid = count * 1_000_000_000_000;
+        sqlx::query(
+            "INSERT INTO transfers (transfer_id, order_id, amount_minor, currency, source) \
+             SELECT 'seed-' || n, $1, 1000000000000, 'EUR', $3 FROM generate_series(1, $2) AS n",
+        )
+        .bind(order)
+        .bind(count)
+        .bind(source)
+        .execute(&self.pool)
+        .await
+        .expect("seed the ledger");
+        sqlx::query("UPDATE orders SET paid_minor = $2, status = 'PAID' WHERE id = $1")
+            .bind(order)
+            .bind(paid)
+            .execute(&self.pool)
+            .await
+            .expect("seed the paid sum");
+        paid
+    }
+
     /// `SELECT count(*)` of a whole table.
     pub async fn count(&self, table: &str) -> i64 {
         let sql = format!("SELECT count(*) FROM {table}");

@@ -14,21 +14,7 @@ async fn a_payment_event_past_the_exact_sum_is_dead_lettered_with_its_reason_and
     h.place("placed", order, 1000).await;
     h.wait_for_status(order, "PENDING_PAYMENT").await;
     // 9,007 payments of 10^12, seeded straight into the ledger.
-    let held: i64 = 9_007 * 1_000_000_000_000;
-    sqlx::query(
-        "INSERT INTO transfers (transfer_id, order_id, amount_minor, currency, source) \
-         SELECT 'seed-' || n, $1, 1000000000000, 'EUR', 'amqp' FROM generate_series(1, 9007) AS n",
-    )
-    .bind(order)
-    .execute(&h.db.pool)
-    .await
-    .expect("seed the ledger");
-    sqlx::query("UPDATE orders SET paid_minor = $2, status = 'PAID' WHERE id = $1")
-        .bind(order)
-        .bind(held)
-        .execute(&h.db.pool)
-        .await
-        .expect("seed the paid sum");
+    let held = h.db.seed_largest_payments(order, 9_007, "amqp").await;
     let room = order_service::domain::MAX_SUM_MINOR - held;
 
     h.pay("one-too-many", order, "t-over", room + 1).await;

@@ -328,33 +328,11 @@ async fn payments_on_a_shipped_order_are_recorded_and_require_a_refund() {
     );
 }
 
-/// Seeds `order`'s ledger straight into the database with `count` payments of 10^12 (what it
-/// would take hours of requests to pay), so the order holds `count × 10^12`.
-async fn seed_paid(app: &TestApp, order: Uuid, count: i64) -> i64 {
-    let held = count * 1_000_000_000_000;
-    sqlx::query(
-        "INSERT INTO transfers (transfer_id, order_id, amount_minor, currency, source) \
-         SELECT 'seed-' || n, $1, 1000000000000, 'EUR', 'api' FROM generate_series(1, $2) AS n",
-    )
-    .bind(order)
-    .bind(count)
-    .execute(&app.pool)
-    .await
-    .expect("seed the ledger");
-    sqlx::query("UPDATE orders SET paid_minor = $2 WHERE id = $1")
-        .bind(order)
-        .bind(held)
-        .execute(&app.pool)
-        .await
-        .expect("seed the paid sum");
-    held
-}
-
 #[tokio::test]
 async fn a_payment_that_would_take_the_paid_sum_past_2_pow_53_minus_1_is_422_and_changes_nothing() {
     let app = TestApp::spawn().await;
     let order = app.placed_order(1000).await;
-    let held = seed_paid(&app, order, 9_007).await;
+    let held = app.db.seed_largest_payments(order, 9_007, "api").await;
     let room = order_service::domain::MAX_SUM_MINOR - held;
     let before = app.snapshot().await;
 
