@@ -1,50 +1,14 @@
 //! The AsyncAPI document against the broker: every exchange, queue and binding it describes is
 //! what the service declares, as RabbitMQ itself lists it.
 
-use std::process::Command;
-
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use order_service::amqp::asyncapi;
 
 use order_service_testkit::AMQP_URL;
 
+use crate::helpers::rabbitmqctl::{arguments, listed, named};
 use crate::helpers::{Harness, relay_config};
-
-/// `rabbitmqctl <what> --formatter json <columns…>`: one object per row.
-fn listed(what: &str, columns: &[&str]) -> Vec<Value> {
-    let output = Command::new("rabbitmqctl")
-        .args([what, "--quiet", "--formatter", "json"])
-        .args(columns)
-        .output()
-        .expect("run rabbitmqctl");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("rabbitmqctl's JSON")
-}
-
-fn named<'a>(rows: &'a [Value], name: &str) -> &'a Value {
-    rows.iter()
-        .find(|row| row["name"] == name)
-        .unwrap_or_else(|| panic!("{name} is not declared"))
-}
-
-/// A queue's arguments from rabbitmqctl's `[name, type, value]` triples.
-fn arguments(queue: &Value) -> Value {
-    let triples = queue["arguments"].as_array().expect("a list of arguments");
-    triples
-        .iter()
-        .map(|triple| {
-            let triple = triple.as_array().expect("[name, type, value]");
-            let name = triple[0].as_str().expect("a name").to_owned();
-            (name, triple.last().cloned().unwrap_or_default())
-        })
-        .collect::<Map<String, Value>>()
-        .into()
-}
 
 #[tokio::test]
 async fn the_asyncapi_document_describes_the_topology_the_service_declares() {

@@ -13,6 +13,7 @@ use uuid::Uuid;
 use order_service::amqp::{EventStream, connect};
 use order_service_testkit::{AMQP_URL, eventually};
 
+use crate::helpers::rabbitmqctl::{arguments, listed, named};
 use crate::helpers::{Harness, WAIT, relay_config, test_config};
 
 /// One delivery of the stream, as a subscriber reads it.
@@ -181,17 +182,12 @@ async fn a_subscriber_from_a_point_in_time_gets_exactly_the_events_written_since
     assert_eq!(kept, after);
 }
 
-/// The stream's arguments as the broker holds them (`rabbitmqctl`: AMQP does not say).
-async fn arguments_of(queue: &str) -> String {
-    let output = tokio::process::Command::new("rabbitmqctl")
-        .args(["list_queues", "--quiet", "name", "arguments"])
-        .output()
-        .await
-        .expect("run rabbitmqctl");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find_map(|line| line.strip_prefix(&format!("{queue}\t")).map(str::to_owned))
-        .unwrap_or_else(|| panic!("{queue} is not declared"))
+/// The stream's arguments as the broker holds them.
+fn declared_arguments(stream: &str) -> Value {
+    arguments(named(
+        &listed("list_queues", &["name", "arguments"]),
+        stream,
+    ))
 }
 
 #[tokio::test]
@@ -204,30 +200,18 @@ async fn the_stream_has_the_configured_retention_and_a_stream_declared_otherwise
     let mut h = Harness::start_with(config).await;
     h.spawn_relay(AMQP_URL, relay_config());
     let stream = h.config.event_stream.queue.clone();
-    eventually("the relay to declare the stream", WAIT, || {
-        let stream = stream.clone();
-        async move {
-            let output = tokio::process::Command::new("rabbitmqctl")
-                .args(["list_queues", "--quiet", "name"])
-                .output()
-                .await
-                .ok()?;
-            String::from_utf8_lossy(&output.stdout)
-                .lines()
-                .any(|line| line == stream)
-                .then_some(())
-        }
+    eventually("the relay to declare the stream", WAIT, || async {
+        listed("list_queues", &["name"])
+            .iter()
+            .any(|row| row["name"] == stream.as_str())
+            .then_some(())
     })
     .await;
-    let arguments = arguments_of(&stream).await;
-    for expected in [
-        "x-queue-type\",\"stream\"",
-        "x-max-age\",\"3h\"",
-        "x-max-length-bytes\",123456789",
-        "x-stream-max-segment-size-bytes\",4567890",
-    ] {
-        assert!(arguments.contains(expected), "{expected} in {arguments}");
-    }
+    let arguments = declared_arguments(&stream);
+    assert_eq!(arguments["x-queue-type"], "stream");
+    assert_eq!(arguments["x-max-age"], "3h");
+    assert_eq!(arguments["x-max-length-bytes"], 123_456_789);
+    assert_eq!(arguments["x-stream-max-segment-size-bytes"], 4_567_890);
     h.stop_consumers().await;
 
     // A relay configured with another retention uses the stream as it is, and keeps publishing
@@ -242,7 +226,7 @@ async fn the_stream_has_the_configured_retention_and_a_stream_declared_otherwise
     })
     .await;
     assert_eq!(replayed.len(), 2);
-    assert!(arguments_of(&stream).await.contains("x-max-age\",\"3h\""));
+    assert_eq!(declared_arguments(&stream)["x-max-age"], "3h");
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ mod dead_letter_queue;
 mod harness;
 mod publish;
 mod queues;
+pub mod rabbitmqctl;
 mod rest;
 mod service_process;
 mod stored;
