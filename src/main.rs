@@ -1,5 +1,5 @@
 //! The `order-service` binary: `serve` (default), `migrate`, `openapi`, `asyncapi`, `token`,
-//! `dead-letters`.
+//! `dead-letters`, `outbox`.
 
 // The service never unwraps: a failure is an error it handles or reports.
 #![warn(clippy::unwrap_used, clippy::expect_used)]
@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use order_service::auth::{Client, Scopes, TokenDigest, generate_token};
-use order_service::cli::DeadLettersArgs;
+use order_service::cli::{DeadLettersArgs, OutboxArgs};
 use order_service::config::Config;
 use order_service::domain::ClientId;
 use order_service::startup::{Service, shutdown_signal};
@@ -58,6 +58,9 @@ enum Command {
     /// Find, show, replay and discard parked dead letters (the same commands as
     /// /v1/dead-letters, against DATABASE_URL; actions are recorded as the client `cli`).
     DeadLetters(DeadLettersArgs),
+    /// The outbox relay's cursor: status, stop-marking / start-marking (published rows marked for
+    /// 0.2.0, around an upgrade or a rollback), rebase (after a restore).
+    Outbox(OutboxArgs),
 }
 
 #[tokio::main]
@@ -96,6 +99,7 @@ async fn main() -> anyhow::Result<()> {
         Command::DeadLetters(args) => {
             order_service::cli::dead_letters::run(args, &cli.config).await
         }
+        Command::Outbox(args) => order_service::cli::outbox::run(args, &cli.config).await,
         Command::Migrate => {
             telemetry::init_logging(cli.config.log_format);
             let database = store::database(&cli.config.database_url, cli.config.lock_timeout())?;

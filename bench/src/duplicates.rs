@@ -159,13 +159,12 @@ async fn send_all(
     Ok(replayed)
 }
 
-/// Waits until the relay has published every outbox row, so it has nothing left to mark later.
+/// Waits until the relay has published every outbox row, so it has nothing left to write later.
 async fn wait_for_outbox(conn: &mut sqlx::PgConnection) -> anyhow::Result<()> {
     for _ in 0..3_000 {
-        let pending: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM outbox WHERE published_at IS NULL")
-                .fetch_one(&mut *conn)
-                .await?;
+        let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox_waiting")
+            .fetch_one(&mut *conn)
+            .await?;
         if pending == 0 {
             return Ok(());
         }

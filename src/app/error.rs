@@ -74,6 +74,7 @@ impl From<StoreError> for AppError {
             | StoreError::Corrupt { .. }
             | StoreError::Migrate(_)
             | StoreError::IncompatibleSchema { .. }
+            | StoreError::OutboxAhead { .. }
             | StoreError::Unexpected(_)) => AppError::Unexpected(e),
         }
     }

@@ -43,6 +43,7 @@ mod keys;
 mod ledger;
 mod order_command;
 mod order_records;
+mod outbox_cursor;
 mod outcome;
 mod place;
 mod queries;

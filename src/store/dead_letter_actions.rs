@@ -124,8 +124,9 @@ pub async fn act(
              FROM settled HAVING count(*) >= $11 RETURNING dead_letter_ids), \
          replayed AS (\
              INSERT INTO outbox (event_id, exchange, routing_key, body, properties, traceparent, \
-                 tracestate) \
-             SELECT gen_random_uuid(), $12, routing_key, body, properties, $13, $14 \
+                 tracestate, pos) \
+             SELECT gen_random_uuid(), $12, routing_key, body, properties, $13, $14, \
+                 pg_current_xact_id() \
              FROM settled WHERE $12::text IS NOT NULL ORDER BY last_dead_lettered_at, id \
              RETURNING 1) \
          SELECT action.dead_letter_ids, order_service_in_time($15) \

@@ -41,6 +41,16 @@ pub enum StoreError {
         needs: Option<i64>,
         knows: i64,
     },
+    /// The outbox cursor, or a row of the outbox, is positioned at or beyond the next transaction
+    /// id this server assigns: the database was restored from a dump or moved to another cluster
+    /// (transaction ids start lower there), and the relay would publish nothing.
+    #[error(
+        "the outbox cursor (position {cursor}) is ahead of this server's transaction ids (next \
+         {next_xid}): the database was restored from a dump or moved to another cluster; stop the \
+         relays and run `order-service outbox rebase` (docs/operations/runbook.md \
+         \"OrderServiceOutboxRelayRefuses\")"
+    )]
+    OutboxAhead { cursor: i64, next_xid: i64 },
     #[error("migrating the database failed")]
     Migrate(#[source] sqlx::migrate::MigrateError),
     #[error("unexpected database error")]

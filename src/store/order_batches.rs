@@ -10,6 +10,8 @@
 //!   missed writes nothing at all, and the others are written. A unique violation (the transfer id
 //!   taken by a concurrent writer for another order, the one change into a status, an event id)
 //!   fails the whole statement: the caller falls back to deciding the commands one by one.
+//!   Each event takes its position in the outbox's log from the row of its order, as in
+//!   `order_changes`: an order's events of one batch share it, in the order written.
 //!
 //! No key scope is read: a batch carries AMQP events, whose cause holds no Idempotency-Key.
 
@@ -88,22 +90,24 @@ pub async fn write_many(
          created AS (\
              INSERT INTO orders (id, customer_id, amount_minor, currency, status, version, \
                  paid_minor, refunded_minor, refund_required, carrier, tracking_number, \
-                 cancellation_reason, created_at, updated_at) \
+                 cancellation_reason, created_at, updated_at, last_event_pos) \
              SELECT id, customer_id, amount_minor, currency, status, version, paid_minor, \
                  refunded_minor, refund_required, carrier, tracking_number, cancellation_reason, \
-                 created_at, updated_at FROM target WHERE expected_status IS NULL \
-             ON CONFLICT (id) DO NOTHING RETURNING id), \
+                 created_at, updated_at, pg_current_xact_id() \
+             FROM target WHERE expected_status IS NULL \
+             ON CONFLICT (id) DO NOTHING RETURNING id, last_event_pos), \
          updated AS (\
              UPDATE orders SET status = t.status, version = t.version, \
                  paid_minor = t.paid_minor, refunded_minor = t.refunded_minor, \
                  refund_required = t.refund_required, carrier = t.carrier, \
                  tracking_number = t.tracking_number, \
-                 cancellation_reason = t.cancellation_reason, updated_at = t.updated_at \
+                 cancellation_reason = t.cancellation_reason, updated_at = t.updated_at, \
+                 last_event_pos = greatest(orders.last_event_pos, pg_current_xact_id()) \
              FROM target AS t \
              WHERE t.expected_status IS NOT NULL AND orders.id = t.id \
                  AND orders.status = t.expected_status AND orders.version = t.expected_version \
-             RETURNING orders.id), \
-         changed AS (SELECT id FROM created UNION ALL SELECT id FROM updated), \
+             RETURNING orders.id, orders.last_event_pos), \
+         changed AS (SELECT * FROM created UNION ALL SELECT * FROM updated), \
          change AS (\
              SELECT * FROM unnest($17::uuid[], $18::int8[], $19::text[], $20::text[], \
                  $21::text[], $22::text[], $23::text[], $24::int8[], $25::text[], \
@@ -125,14 +129,14 @@ pub async fn write_many(
              RETURNING 1), \
          events AS (\
              INSERT INTO outbox (event_id, event_type, order_id, order_version, payload, \
-                 traceparent, tracestate) \
+                 traceparent, tracestate, pos) \
              SELECT e.event_id, e.event_type, e.order_id, e.order_version, e.payload::jsonb, \
-                 e.traceparent, e.tracestate \
+                 e.traceparent, e.tracestate, changed.last_event_pos \
              FROM unnest($29::uuid[], $30::text[], $31::uuid[], $32::int8[], $33::text[], \
                  $34::text[], $35::text[]) WITH ORDINALITY \
                  AS e (event_id, event_type, order_id, order_version, payload, traceparent, \
                      tracestate, n) \
-             WHERE e.order_id IN (SELECT id FROM changed) \
+             JOIN changed ON changed.id = e.order_id \
              ORDER BY e.n RETURNING 1) \
          SELECT changed.id, order_service_in_time($36) FROM changed, \
              (SELECT count(*) FROM ledger) AS l, (SELECT count(*) FROM history) AS h, \

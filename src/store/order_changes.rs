@@ -11,6 +11,10 @@
 //!   is written; a unique violation (the transfer id, the key, one change into each status, the
 //!   version) fails the whole statement. Either way the caller re-reads and decides again.
 //!
+//! Each event takes its position in the outbox's log from the order's row (docs/messaging.md "The
+//! outbox as a log"): `last_event_pos` becomes `greatest(last_event_pos, this transaction's id)`,
+//! read back after the row lock, so an order's later event never sorts before an earlier one.
+//!
 //! The version guard is the optimistic check: a change decided on version `v` is written only if
 //! the order is still at `v`, however long ago it was read. The write ends with
 //! `order_service_in_time` (see its migration), after all its rows: past its caller's time limit
@@ -130,17 +134,19 @@ pub async fn write(
         "WITH created AS (\
              INSERT INTO orders (id, customer_id, amount_minor, currency, status, version, \
                  paid_minor, refunded_minor, refund_required, carrier, tracking_number, \
-                 cancellation_reason, created_at, updated_at) \
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 \
+                 cancellation_reason, created_at, updated_at, last_event_pos) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+                 pg_current_xact_id() \
              WHERE $15::text IS NULL \
-             ON CONFLICT (id) DO NOTHING RETURNING id, version), \
+             ON CONFLICT (id) DO NOTHING RETURNING id, version, last_event_pos), \
          updated AS (\
              UPDATE orders SET status = $5, version = $6, paid_minor = $7, refunded_minor = $8, \
                  refund_required = $9, carrier = $10, tracking_number = $11, \
-                 cancellation_reason = $12, updated_at = $14 \
+                 cancellation_reason = $12, updated_at = $14, \
+                 last_event_pos = greatest(last_event_pos, pg_current_xact_id()) \
              WHERE $15::text IS NOT NULL AND id = $1 AND status = $15 AND version = $16 \
-             RETURNING id, version), \
-         changed AS (SELECT id, version FROM created UNION ALL SELECT id, version FROM updated), \
+             RETURNING id, version, last_event_pos), \
+         changed AS (SELECT * FROM created UNION ALL SELECT * FROM updated), \
          ledger AS (\
              INSERT INTO transfers (transfer_id, order_id, direction, amount_minor, currency, \
                  source, received_at) \
@@ -154,9 +160,9 @@ pub async fn write(
              RETURNING 1), \
          events AS (\
              INSERT INTO outbox (event_id, event_type, order_id, order_version, payload, \
-                 traceparent, tracestate) \
+                 traceparent, tracestate, pos) \
              SELECT e.event_id, e.event_type, changed.id, changed.version, e.payload::jsonb, \
-                 $30, $31 \
+                 $30, $31, changed.last_event_pos \
              FROM changed, unnest($27::uuid[], $28::text[], $29::text[]) \
                  WITH ORDINALITY AS e (event_id, event_type, payload, n) \
              ORDER BY e.n RETURNING 1) \

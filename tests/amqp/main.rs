@@ -16,6 +16,7 @@ mod helpers;
 mod hostile;
 mod memory;
 mod money_bounds;
+mod outbox_log;
 mod raw_amqp;
 mod refunds;
 mod relay;

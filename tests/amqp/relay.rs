@@ -20,7 +20,7 @@ use order_service_testkit::proxy::Proxy;
 
 use crate::helpers::{Harness, WAIT, relay_config};
 
-fn cause(id: &str) -> Cause {
+pub(crate) fn cause(id: &str) -> Cause {
     Cause::Amqp {
         event_id: EventId::parse(id).unwrap(),
     }
@@ -33,7 +33,7 @@ fn eur(minor: i64) -> Money {
     )
 }
 
-async fn place(app: &App, amount: i64) -> OrderId {
+pub(crate) async fn place(app: &App, amount: i64) -> OrderId {
     let id = OrderId::generate();
     app.place(
         NewOrder {
@@ -49,7 +49,7 @@ async fn place(app: &App, amount: i64) -> OrderId {
     id
 }
 
-async fn pay(app: &App, order: OrderId, amount: i64) {
+pub(crate) async fn pay(app: &App, order: OrderId, amount: i64) {
     app.record(
         Payment {
             transfer_id: TransferId::parse(&Uuid::new_v4().to_string()).unwrap(),
@@ -241,34 +241,99 @@ async fn while_the_broker_is_unreachable_events_wait_and_are_all_published_after
     assert_nothing_more_is_published(&h, &queue).await;
 }
 
+/// The batch a relay reads once the rows are below the horizon: a transaction of another test
+/// (anywhere on the server) may hold it back meanwhile.
+pub(crate) async fn batch(h: &Harness, limit: u32) -> outbox::RelayBatch {
+    eventually("a batch to read", WAIT, || async {
+        match outbox::read_batch(&h.db.pool, limit).await.unwrap() {
+            outbox::BatchRead::Batch(batch) => Some(batch),
+            outbox::BatchRead::Leased => panic!("the lease is held"),
+            outbox::BatchRead::Idle(_) => None,
+        }
+    })
+    .await
+}
+
+pub(crate) fn ids(batch: &outbox::RelayBatch) -> Vec<i64> {
+    batch
+        .rows
+        .iter()
+        .map(|row| row.as_ref().unwrap().id)
+        .collect()
+}
+
 #[tokio::test]
-async fn while_one_relay_holds_a_batch_another_claims_nothing_and_claims_after_it_is_marked() {
+async fn while_one_relay_holds_a_batch_another_reads_nothing_and_reads_after_its_cursor() {
     let h = Harness::start().await;
     place(&h.app, 100).await;
     place(&h.app, 100).await;
 
-    // A relay's claimed batch holds the lease (and its rows) until it is finished.
-    let first = outbox::claim_batch(&h.db.pool, 1).await.unwrap().unwrap();
+    // A relay's batch holds the lease until it is finished.
+    let first = batch(&h, 1).await;
     assert_eq!(first.rows.len(), 1);
     assert!(
-        outbox::claim_batch(&h.db.pool, 10).await.unwrap().is_none(),
-        "a second relay claims nothing, not even the row the first left unclaimed"
+        matches!(
+            outbox::read_batch(&h.db.pool, 10).await.unwrap(),
+            outbox::BatchRead::Leased
+        ),
+        "a second relay reads nothing, not even the row the first left"
     );
 
-    let id = first.rows[0].as_ref().unwrap().id;
+    let id = ids(&first)[0];
     first.finish(&[id], &[]).await.unwrap();
-    let second = outbox::claim_batch(&h.db.pool, 10).await.unwrap().unwrap();
-    let ids: Vec<i64> = second
-        .rows
-        .iter()
-        .map(|row| row.as_ref().unwrap().id)
-        .collect();
+    let second = batch(&h, 10).await;
     assert_eq!(
-        ids.len(),
+        ids(&second).len(),
         1,
-        "the lease is free again: the other row is claimed"
+        "the lease is free again: the other row is read, the first is behind the cursor"
     );
-    assert!(ids[0] > id);
+    assert!(ids(&second)[0] > id);
+}
+
+#[tokio::test]
+async fn the_cursor_stops_before_the_first_row_the_broker_did_not_confirm() {
+    let h = Harness::start().await;
+    for _ in 0..3 {
+        place(&h.app, 100).await;
+    }
+    let read = batch(&h, 10).await;
+    let [first, second, third] = ids(&read)[..] else {
+        panic!("three rows")
+    };
+
+    // The first and third confirmed, the second not (a nack, a lost channel).
+    read.finish(&[first, third], &[]).await.unwrap();
+
+    assert_eq!(
+        ids(&batch(&h, 10).await),
+        [second, third],
+        "the row not confirmed is read again, and every row after it"
+    );
+}
+
+#[tokio::test]
+async fn a_finished_batch_writes_one_row_and_no_row_of_the_outbox() {
+    let h = Harness::start().await;
+    for _ in 0..5 {
+        place(&h.app, 100).await;
+    }
+    let read = batch(&h, 10).await;
+    let published = ids(&read);
+    read.finish(&published, &[]).await.unwrap();
+
+    let (updated, marked): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM outbox_publications) - 1, \
+                (SELECT count(*) FROM outbox WHERE published_at IS NOT NULL)",
+    )
+    .fetch_one(&h.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(updated, 1, "one row appended for the batch of five");
+    assert_eq!(
+        marked, 0,
+        "no outbox row marked on a database of this release"
+    );
+    assert_eq!(unpublished(&h).await, 0);
 }
 
 #[tokio::test]
@@ -330,58 +395,75 @@ async fn two_relays_publish_a_thousand_events_in_order_per_order() {
 }
 
 #[tokio::test]
-async fn pruning_removes_only_published_rows_older_than_the_retention() {
+async fn pruning_removes_only_rows_published_longer_ago_than_the_retention() {
     let h = Harness::start().await;
-    for _ in 0..4 {
+    for _ in 0..5 {
         place(&h.app, 100).await;
     }
-    // Row ages: published 8 days ago, published 6 days ago, unpublished 8 days old, fresh.
+    let rows: Vec<i64> = sqlx::query_scalar("SELECT id FROM outbox ORDER BY pos, id")
+        .fetch_all(&h.db.pool)
+        .await
+        .unwrap();
+    // The relay passed row 1 eight days ago and row 2 six days ago; rows 3 (eight days old) and
+    // 4 wait; row 5 was published before the outbox became a log (no position, marked).
+    for (row, days) in [(rows[0], 8), (rows[1], 6)] {
+        sqlx::query(
+            "INSERT INTO outbox_publications (through_pos, through_id, events, published_at) \
+             SELECT pos, id, 1, now() - make_interval(days => $2) FROM outbox WHERE id = $1",
+        )
+        .bind(row)
+        .bind(days)
+        .execute(&h.db.pool)
+        .await
+        .unwrap();
+    }
+    sqlx::query("UPDATE outbox SET created_at = now() - interval '8 days' WHERE id = ANY($1)")
+        .bind([rows[0], rows[2]])
+        .execute(&h.db.pool)
+        .await
+        .unwrap();
     sqlx::query(
-        "UPDATE outbox SET created_at = now() - interval '8 days', \
-             published_at = now() - interval '8 days' WHERE id = (SELECT min(id) FROM outbox)",
+        "UPDATE outbox SET pos = NULL, published_at = now() - interval '8 days' WHERE id = $1",
     )
-    .execute(&h.db.pool)
-    .await
-    .unwrap();
-    sqlx::query(
-        "UPDATE outbox SET published_at = now() - interval '6 days' \
-         WHERE id = (SELECT min(id) + 1 FROM outbox)",
-    )
-    .execute(&h.db.pool)
-    .await
-    .unwrap();
-    sqlx::query(
-        "UPDATE outbox SET created_at = now() - interval '8 days' \
-         WHERE id = (SELECT min(id) + 2 FROM outbox)",
-    )
+    .bind(rows[4])
     .execute(&h.db.pool)
     .await
     .unwrap();
 
     let pruned = prune(&h.db.pool, relay_config().retention()).await.unwrap();
 
-    assert_eq!(pruned, 1);
-    let left: Vec<bool> = sqlx::query_scalar("SELECT published_at IS NULL FROM outbox ORDER BY id")
+    assert_eq!(pruned, 2);
+    let left: Vec<i64> = sqlx::query_scalar("SELECT id FROM outbox ORDER BY id")
         .fetch_all(&h.db.pool)
         .await
         .unwrap();
     assert_eq!(
         left,
-        [false, true, true],
-        "the recent published row and both unpublished stay"
+        [rows[1], rows[2], rows[3]],
+        "the recently published row and both waiting stay"
+    );
+    let batches: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox_publications")
+        .fetch_one(&h.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        batches, 2,
+        "the batch that passed row 1 stays (the bound), the start before it goes, the cursor stays"
     );
 }
 
 #[tokio::test]
 async fn the_backlog_reports_how_long_the_oldest_unpublished_event_has_waited() {
     let h = Harness::start().await;
+    let idle = outbox::backlog(&h.db.pool).await.unwrap();
     assert_eq!(
-        outbox::backlog(&h.db.pool).await.unwrap(),
-        outbox::Backlog {
-            events: 0,
-            oldest_age_seconds: 0.0,
-            set_aside: 0,
-        }
+        (
+            idle.events,
+            idle.oldest_age_seconds,
+            idle.behind_horizon,
+            idle.set_aside
+        ),
+        (0, 0.0, 0, 0)
     );
     place(&h.app, 1000).await;
     place(&h.app, 1000).await;

@@ -150,9 +150,9 @@ async fn a_replay_the_broker_returns_as_unroutable_is_set_aside_and_the_rows_aro
     assert_eq!(aside.len(), 1, "{aside:?}");
     assert_eq!(aside[0].0, unroutable);
     assert!(aside[0].1.starts_with("unroutable: "), "{}", aside[0].1);
-    eventually("every other row to be marked published", WAIT, || async {
+    eventually("the cursor to pass every other row", WAIT, || async {
         let marked: bool = sqlx::query_scalar(
-            "SELECT bool_and(published_at IS NOT NULL) AND count(*) = 3 FROM outbox",
+            "SELECT NOT EXISTS (SELECT 1 FROM outbox_waiting) AND count(*) = 3 FROM outbox",
         )
         .fetch_one(&h.db.pool)
         .await
@@ -164,19 +164,19 @@ async fn a_replay_the_broker_returns_as_unroutable_is_set_aside_and_the_rows_aro
 }
 
 #[tokio::test]
-async fn while_the_relay_cannot_mark_what_it_published_the_lag_shows_and_readiness_names_it() {
+async fn while_the_relay_cannot_move_its_cursor_the_lag_shows_and_readiness_names_it() {
     let h = Harness::start().await;
-    // Every mark fails (as a full disk or a broken constraint would): the relay publishes, then
-    // cannot record it, and tries again.
+    // Every cursor move fails (as a full disk or a broken constraint would): the relay publishes,
+    // then cannot record it, and tries again.
     sqlx::raw_sql(
-        "CREATE FUNCTION test_refuse_marks() RETURNS trigger LANGUAGE plpgsql AS $$ \
-         BEGIN RAISE EXCEPTION 'the test refuses every mark'; END $$; \
-         CREATE TRIGGER test_refuse_marks BEFORE UPDATE ON outbox \
-         FOR EACH ROW EXECUTE FUNCTION test_refuse_marks();",
+        "CREATE FUNCTION test_refuse_cursor() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN RAISE EXCEPTION 'the test refuses every cursor move'; END $$; \
+         CREATE TRIGGER test_refuse_cursor BEFORE INSERT ON outbox_publications \
+         FOR EACH ROW EXECUTE FUNCTION test_refuse_cursor();",
     )
     .execute(&h.db.pool)
     .await
-    .expect("a trigger refusing marks");
+    .expect("a trigger refusing cursor moves");
     let service = h.start_service(&[("OUTBOX_STALLED_AFTER_SECS", "1")], None);
     service.wait_ready().await;
 
@@ -199,7 +199,7 @@ async fn while_the_relay_cannot_mark_what_it_published_the_lag_shows_and_readine
         "{problem}"
     );
 
-    sqlx::raw_sql("DROP TRIGGER test_refuse_marks ON outbox")
+    sqlx::raw_sql("DROP TRIGGER test_refuse_cursor ON outbox_publications")
         .execute(&h.db.pool)
         .await
         .expect("drop the trigger");

@@ -136,7 +136,8 @@ async fn settled(
         return Ok(false);
     }
     let events: Vec<(Uuid, bool)> = sqlx::query_as(
-        "SELECT event_id, published_at IS NOT NULL FROM outbox WHERE order_id = ANY($1)",
+        "SELECT event_id, NOT EXISTS (SELECT 1 FROM outbox_waiting AS w WHERE w.id = outbox.id) \
+         FROM outbox WHERE order_id = ANY($1)",
     )
     .bind(&ids)
     .fetch_all(pool)
@@ -309,7 +310,8 @@ async fn compare_order(
 
     // 2. The outbox (invariant 4): the model's events, each published.
     let outbox: Vec<Outbox> = sqlx::query_as(
-        "SELECT event_id, event_type, published_at IS NOT NULL AS published \
+        "SELECT event_id, event_type, \
+                NOT EXISTS (SELECT 1 FROM outbox_waiting AS w WHERE w.id = outbox.id) AS published \
          FROM outbox WHERE order_id = $1 ORDER BY id",
     )
     .bind(script.order_id)

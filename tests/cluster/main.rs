@@ -168,11 +168,10 @@ async fn a_three_node_cluster_loses_each_node_in_turn_under_load_and_nothing_is_
             .find(|(name, _, _)| *name == topology.inbox)
             .map(|(_, ready, unacked)| (ready, unacked))
             .unwrap_or_default();
-        let outbox_backlog: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM outbox WHERE published_at IS NULL")
-                .fetch_one(&db.pool)
-                .await
-                .expect("outbox backlog");
+        let outbox_backlog: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox_waiting")
+            .fetch_one(&db.pool)
+            .await
+            .expect("outbox backlog");
         let requests_in_flight = load.tally.requests_in_flight.load(Ordering::Relaxed);
 
         let killed = Instant::now();

@@ -1,15 +1,18 @@
-//! The outbox relay: publishes committed events to the outbound exchange, in order, and marks
-//! each row published only after the broker confirmed it. At-least-once: a relay that dies
-//! between the confirm and the mark leaves rows another relay publishes again, under the same
-//! `message_id`. A row it cannot publish is set aside with its reason, and the rows after it go
-//! on (docs/messaging.md "Rows the relay sets aside").
+//! The outbox relay: publishes committed events to the outbound exchange, in order, reading the
+//! outbox as a log behind a cursor it moves only after the broker confirmed (docs/messaging.md
+//! "The outbox as a log"). At-least-once: a relay that dies between the confirm and the cursor's
+//! commit leaves rows another relay publishes again, under the same `message_id`. A row it cannot
+//! publish is set aside with its reason, and the rows after it go on (docs/messaging.md "Rows the
+//! relay sets aside").
 //!
 //! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
-//! which keeps each order's events in version order. A raw row (a replayed dead letter) is
+//! which keeps each order's events in version order. Rows committed while an older transaction
+//! still runs wait behind the horizon; no notification says when it moves, so the relay then
+//! looks again after 2 ms, doubling up to the poll interval while they wait. A raw row (a replayed dead letter) is
 //! published as it is to its own exchange (the inbound one), declared once per session. A relay
 //! wakes when its own process committed events (in memory), on the NOTIFY any instance sends after
 //! committing events (coalesced: docs/messaging.md "Outbox and relay wake-up"), and polls slowly as
-//! a fallback; however many wake-ups arrived meanwhile, one claim serves them all. It prunes old
+//! a fallback; however many wake-ups arrived meanwhile, one read serves them all. It prunes old
 //! published rows itself. Each row is published in a span under the trace context stored with it,
 //! and carries that span's context as its `traceparent`, so its consumers continue the trace of its
 //! cause (a replay's: the operator's request).
@@ -45,6 +48,9 @@ use crate::telemetry::error_chain;
 
 /// Rows deleted per pruning statement, to keep each delete short.
 const PRUNE_BATCH: i64 = 1_000;
+
+/// The first look again while rows wait behind the horizon; it doubles up to `OUTBOX_POLL_MS`.
+const HORIZON_FIRST_LOOK: Duration = Duration::from_millis(2);
 
 pub struct Relay {
     pool: PgPool,
@@ -131,6 +137,7 @@ impl Relay {
         let mut broker_events = connection.events_listener();
         let mut listener = self.listen().await;
         let mut db_backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+        let mut horizon_looks = Backoff::new(HORIZON_FIRST_LOOK, self.config.poll_interval());
         let mut next_prune = Instant::now();
         let mut declared = HashSet::new();
         let result = loop {
@@ -151,13 +158,23 @@ impl Relay {
                 self.progress.made();
                 self.ready.set_stalled(false);
             }
+            let ahead = matches!(
+                batch,
+                Err(BatchError::Store(StoreError::OutboxAhead { .. }))
+            );
+            metrics::gauge!("outbox_cursor_ahead").set(if ahead { 1.0 } else { 0.0 });
             let wait = match batch {
                 // A full batch: more are probably waiting.
-                Ok(claimed) if claimed >= self.config.batch_size as usize => continue,
-                Ok(_) => {
+                Ok(published) if published.read >= self.config.batch_size as usize => continue,
+                Ok(published) => {
                     db_backoff.reset();
                     self.housekeeping(&mut next_prune).await;
-                    self.config.poll_interval()
+                    if published.horizon.rows_behind {
+                        horizon_looks.next_delay()
+                    } else {
+                        horizon_looks.reset();
+                        self.config.poll_interval()
+                    }
                 }
                 Err(BatchError::Broker(error)) => break Err(error),
                 Err(BatchError::Store(error)) => {
@@ -167,7 +184,7 @@ impl Relay {
                     if matches!(error, StoreError::Unavailable(_)) {
                         tracing::warn!(error = %cause, retry_in = ?delay, "outbox relay cannot reach postgres");
                     } else {
-                        tracing::error!(error = %cause, retry_in = ?delay, "outbox relay cannot claim or mark its batch");
+                        tracing::error!(error = %cause, retry_in = ?delay, "outbox relay cannot read its batch or move its cursor");
                     }
                     listener = None;
                     delay
@@ -235,7 +252,7 @@ async fn committed(wakeup: Option<&RelayWakeup>) {
     }
 }
 
-/// Takes the notifications already received, without waiting: the claim that follows serves
+/// Takes the notifications already received, without waiting: the read that follows serves
 /// them all.
 fn drain(listener: &mut Option<PgListener>) {
     if let Some(listener) = listener {

@@ -1,9 +1,10 @@
 //! The relay's watch, beside its publishing sessions: every `OUTBOX_POLL_MS`, whether the relay
 //! publishes or not (the broker down, every batch failing), it refreshes the outbox gauges from
-//! the database — `outbox_backlog`, `outbox_oldest_unpublished_age_seconds` and
-//! `outbox_set_aside` — so the lag alert sees a stuck relay; and it says the relay is stalled (not
-//! ready) while events wait and no batch has succeeded for `OUTBOX_STALLED_AFTER_SECS`
-//! (docs/messaging.md "Rows the relay sets aside").
+//! the database — `outbox_backlog`, `outbox_oldest_unpublished_age_seconds`, `outbox_set_aside`,
+//! and what the horizon holds back: `outbox_behind_horizon` and `outbox_horizon_age_seconds`
+//! (docs/messaging.md "The outbox as a log") — so the lag alerts see a stuck relay; and it says the
+//! relay is stalled (not ready) while events wait and no batch has succeeded for
+//! `OUTBOX_STALLED_AFTER_SECS` (docs/messaging.md "Rows the relay sets aside").
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -52,6 +53,8 @@ pub(super) async fn watch(
                 metrics::gauge!("outbox_oldest_unpublished_age_seconds")
                     .set(backlog.oldest_age_seconds);
                 metrics::gauge!("outbox_set_aside").set(backlog.set_aside as f64);
+                metrics::gauge!("outbox_behind_horizon").set(backlog.behind_horizon as f64);
+                metrics::gauge!("outbox_horizon_age_seconds").set(backlog.horizon_age_seconds);
                 ready.set_stalled(stalled(&backlog, progress.since(), config.stalled_after()));
             }
             // The relay's own batches log the outage, and readiness names the database.
@@ -77,6 +80,8 @@ mod tests {
         Backlog {
             events,
             oldest_age_seconds: 0.0,
+            behind_horizon: 0,
+            horizon_age_seconds: 0.0,
             set_aside: 0,
         }
     }

@@ -1,9 +1,10 @@
-//! One batch of the relay: claim the oldest rows, publish each, await the broker's confirms, then
-//! in the batch's transaction mark the confirmed rows published and set aside, with the reason,
-//! each row that cannot be published (docs/messaging.md "Rows the relay sets aside"): one it cannot
-//! read, one AMQP cannot address, a replay the broker returned as unroutable. Rows after a
-//! set-aside row go on; rows after a failure (a nack, a timeout, a lost channel) stay for the next
-//! batch, so nothing is marked out of order.
+//! One batch of the relay: read the rows after the cursor (docs/messaging.md "The outbox as a
+//! log"), publish each, await the broker's confirms, then in the batch's transaction move the
+//! cursor past the confirmed rows and set aside, with the reason, each row that cannot be
+//! published (docs/messaging.md "Rows the relay sets aside"): one it cannot read, one AMQP cannot
+//! address, a replay the broker returned as unroutable. Rows after a set-aside row go on; the
+//! cursor stops before the first row of a failure (a nack, a timeout, a lost channel), which the
+//! next batch reads again, so nothing is skipped.
 //!
 //! Order events are published back to back and their confirms awaited after. A raw row (a
 //! replayed dead letter) is published `mandatory` and alone: lapin hands a returned message to
@@ -23,7 +24,7 @@ use crate::amqp::connection::AmqpError;
 use crate::amqp::topology;
 use crate::app::bounded;
 use crate::store::StoreError;
-use crate::store::outbox::{self, SetAside, UnreadableRow};
+use crate::store::outbox::{self, BatchRead, Horizon, SetAside, UnreadableRow};
 use crate::telemetry::{error_chain, escaped};
 
 /// How long a batch may take to be published and confirmed before the relay gives up on the
@@ -75,16 +76,33 @@ impl Settled {
     }
 }
 
-/// Publishes the oldest unpublished rows; returns how many it claimed (each now published or set
-/// aside).
+/// What a batch found: how many rows it read (each now published, set aside, or skipped as
+/// published by a relay of 0.2.0), and whether rows wait behind the horizon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Published {
+    pub read: usize,
+    pub horizon: Horizon,
+}
+
+/// Publishes the rows after the cursor.
 pub(super) async fn publish_batch(
     pool: &PgPool,
     limit: u32,
     target: Target<'_>,
-) -> Result<usize, BatchError> {
-    let Some(mut batch) = bounded(outbox::claim_batch(pool, limit)).await? else {
-        return Ok(0);
+) -> Result<Published, BatchError> {
+    let mut batch = match bounded(outbox::read_batch(pool, limit)).await? {
+        BatchRead::Batch(batch) => batch,
+        BatchRead::Idle(horizon) => return Ok(Published { read: 0, horizon }),
+        // The other relay publishes; it does not say what waits behind the horizon.
+        BatchRead::Leased => {
+            return Ok(Published {
+                read: 0,
+                horizon: Horizon { rows_behind: false },
+            });
+        }
     };
+    let horizon = batch.horizon;
+    let read = batch.read_count();
     let rows = std::mem::take(&mut batch.rows);
     // A broker that blocks publishers (a memory or disk alarm) must not hold the lease, and with
     // it every instance's relay, forever: past the deadline the batch ends as a failure.
@@ -145,7 +163,7 @@ pub(super) async fn publish_batch(
     drop(spans);
     match settled.failure {
         Some(error) => Err(error.into()),
-        None => Ok(rows.len()),
+        None => Ok(Published { read, horizon }),
     }
 }
 

@@ -1,11 +1,14 @@
-//! The `outbox` table: events written in the statement of the change they report (an order's
-//! change in `order_changes`, a dead-letter replay in `dead_letter_actions`), each with the W3C
-//! trace context of its cause, then claimed, marked published (or set aside: `claim`) and pruned
-//! by the relay. A row is an order event or a raw message: a replayed dead letter, copied here by
-//! the statement that marks it replayed.
+//! The `outbox` table, a log: events appended in the statement of the change they report (an
+//! order's change in `order_changes`, a dead-letter replay in `dead_letter_actions`), each with
+//! the W3C trace context of its cause and its position in the log, then read in order behind the
+//! relay's cursor (`relay_batch`; a row it cannot publish is set aside) and pruned once published
+//! and old (docs/messaging.md "The outbox as a log"). A row is an order event or a raw message: a
+//! replayed dead letter, copied here by the statement that marks it replayed.
 
-mod claim;
 pub mod order_events;
+mod pending;
+mod relay_batch;
+pub mod relay_mode;
 
 use std::time::Duration;
 
@@ -15,9 +18,8 @@ use uuid::Uuid;
 use super::StoreError;
 use crate::domain::EventType;
 
-pub use claim::{
-    ClaimedBatch, PendingEvent, PendingMessage, SetAside, Unreadable, UnreadableRow, claim_batch,
-};
+pub use pending::{PendingEvent, PendingMessage, SetAside, Unreadable, UnreadableRow};
+pub use relay_batch::{BatchRead, Horizon, LogPosition, READ_AFTER_CURSOR, RelayBatch, read_batch};
 
 /// An order event to write with its change (`order_changes`): the row takes the order's id and
 /// version, and the trace context of the change's cause, from the change.
@@ -45,46 +47,91 @@ pub async fn announce(conn: &mut PgConnection) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The events not yet published: how many, and how long the oldest has waited; and how many
-/// rows the relays set aside.
+/// The events not yet published (after the cursor, and not marked by a relay of 0.2.0): how many,
+/// how long the oldest has waited, and how many of them wait behind the horizon; what holds the
+/// horizon; and how many rows the relays set aside.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backlog {
     pub events: i64,
     /// Seconds since the oldest unpublished event was committed (by the database's clock); 0
     /// when nothing waits.
     pub oldest_age_seconds: f64,
+    /// Committed events the relay cannot read yet: an older transaction still runs.
+    pub behind_horizon: i64,
+    /// Seconds the oldest transaction holding a transaction id on the server (a prepared one
+    /// included) has run: what holds the horizon back. 0 when none runs, or when this role may
+    /// not see other roles' sessions (`pg_read_all_stats`).
+    pub horizon_age_seconds: f64,
     /// Rows in `outbox_set_aside`: never published, waiting for an operator.
     pub set_aside: i64,
 }
 
-/// One statement, cheap enough to run every poll interval: the unpublished rows are read through
-/// their partial index.
+/// One statement, cheap enough to run every poll interval: the unpublished rows are one range of
+/// the `(pos, id)` index, after the cursor.
 pub async fn backlog(pool: &PgPool) -> Result<Backlog, StoreError> {
-    let (events, oldest_age_seconds, set_aside): (i64, Option<f64>, i64) = sqlx::query_as(
-        "SELECT count(*), extract(epoch FROM now() - min(created_at))::float8, \
-         (SELECT count(*) FROM outbox_set_aside) \
-         FROM outbox WHERE published_at IS NULL",
+    let (events, oldest_age_seconds, behind_horizon, horizon_age_seconds, set_aside): (
+        i64,
+        Option<f64>,
+        i64,
+        Option<f64>,
+        i64,
+    ) = sqlx::query_as(
+        "WITH cursor AS (SELECT through_pos, through_id FROM outbox_publications \
+                         ORDER BY through_pos DESC, through_id DESC LIMIT 1) \
+         SELECT count(*), extract(epoch FROM now() - min(created_at))::float8, \
+                count(*) FILTER (WHERE pos >= pg_snapshot_xmin(pg_current_snapshot())), \
+                (SELECT extract(epoch FROM now() - min(started))::float8 FROM (\
+                     SELECT xact_start AS started FROM pg_stat_activity \
+                     WHERE backend_xid IS NOT NULL \
+                     UNION ALL SELECT prepared FROM pg_prepared_xacts) AS holders), \
+                (SELECT count(*) FROM outbox_set_aside) \
+         FROM outbox, cursor \
+         WHERE (outbox.pos, outbox.id) > (cursor.through_pos, cursor.through_id) \
+           AND outbox.published_at IS NULL",
     )
     .fetch_one(pool)
     .await?;
     Ok(Backlog {
         events,
         oldest_age_seconds: oldest_age_seconds.unwrap_or(0.0).max(0.0),
+        behind_horizon,
+        horizon_age_seconds: horizon_age_seconds.unwrap_or(0.0).max(0.0),
         set_aside,
     })
 }
 
-/// Deletes up to `batch` published rows older than `age`; returns how many went.
+/// Deletes up to `batch` published rows that were published more than `age` ago; returns how
+/// many went. Published means behind the newest batch the relay published before `now() - age`
+/// (its row in `outbox_publications`, found through its `published_at` index), so the delete is
+/// one range of the `(pos, id)` index from its start; and, for rows published before the outbox
+/// became a log (no position), marked before then. The batches' rows before that batch go too
+/// (the events they cover are all in the range deleted; the cursor, the newest, always stays).
 pub async fn prune(pool: &PgPool, age: Duration, batch: i64) -> Result<u64, StoreError> {
     let age = chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX);
-    let result = sqlx::query(
-        "DELETE FROM outbox WHERE id IN (\
-             SELECT id FROM outbox WHERE published_at < now() - $1::interval \
-             ORDER BY published_at LIMIT $2)",
+    let (events, _batches): (i64, i64) = sqlx::query_as(
+        "WITH bound AS (\
+             SELECT through_pos, through_id FROM outbox_publications \
+             WHERE published_at < now() - $1::interval \
+             ORDER BY published_at DESC LIMIT 1), \
+         events AS (\
+             DELETE FROM outbox WHERE id IN (\
+                 (SELECT outbox.id FROM outbox, bound \
+                  WHERE (outbox.pos, outbox.id) <= (bound.through_pos, bound.through_id) \
+                  ORDER BY outbox.pos, outbox.id LIMIT $2) \
+                 UNION ALL \
+                 (SELECT id FROM outbox \
+                  WHERE pos IS NULL AND published_at < now() - $1::interval \
+                  ORDER BY published_at LIMIT $2)) \
+             RETURNING 1), \
+         batches AS (\
+             DELETE FROM outbox_publications AS p USING bound \
+             WHERE (p.through_pos, p.through_id) < (bound.through_pos, bound.through_id) \
+             RETURNING 1) \
+         SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM batches)",
     )
     .bind(age)
     .bind(batch)
-    .execute(pool)
+    .fetch_one(pool)
     .await?;
-    Ok(result.rows_affected())
+    Ok(u64::try_from(events).unwrap_or(0))
 }

@@ -1,5 +1,6 @@
 //! Which of an order's events the outbox still holds, and where each stands: waiting for the
-//! relay, published, or set aside (`outbox_set_aside`, which keeps the row's id). Read a page at a
+//! relay, published (the relay's cursor passed it: docs/messaging.md "The outbox as a log"), or
+//! set aside (`outbox_set_aside`, which keeps the row's id). Read a page at a
 //! time in outbox id order, the order the order's changes wrote them in, through the indexes on
 //! `(order_id, id)` of both tables (migrations `20261127000001`, `20261127000003`); a row the
 //! relay pruned (published, and older than `OUTBOX_RETENTION_HOURS`) is not found.
@@ -20,7 +21,9 @@ pub struct HeldEvent {
     pub event_type: Option<String>,
     pub order_version: Option<i64>,
     pub created_at: DateTime<Utc>,
-    /// When the broker confirmed it; `None` while it waits or after it was set aside.
+    /// When the broker confirmed it: the time the relay's cursor passed it (the first batch in
+    /// `outbox_publications` at or after its position), or, for a row a relay of 0.2.0
+    /// published, the time that relay marked it. `None` while it waits or after it was set aside.
     pub published_at: Option<DateTime<Utc>>,
     /// Why the relay set it aside, if it did.
     pub set_aside_reason: Option<String>,
@@ -41,7 +44,11 @@ pub async fn page(
         "SELECT id, event_id, event_type, order_version, created_at, published_at, \
                 set_aside_reason \
          FROM (\
-             (SELECT id, event_id, event_type, order_version, created_at, published_at, \
+             (SELECT id, event_id, event_type, order_version, created_at, \
+                     coalesce(published_at, (\
+                         SELECT p.published_at FROM outbox_publications AS p \
+                         WHERE (p.through_pos, p.through_id) >= (outbox.pos, outbox.id) \
+                         ORDER BY p.through_pos, p.through_id LIMIT 1)) AS published_at, \
                      NULL::text AS set_aside_reason \
               FROM outbox WHERE order_id = $1 AND id > $2 ORDER BY id LIMIT $3) \
              UNION ALL \

@@ -88,11 +88,10 @@ pub async fn wait_for_orders(
 /// Waits until the outbox has nothing left to publish.
 pub async fn wait_for_outbox(pool: &PgPool) {
     eventually("the outbox to be published", QUIESCENCE, || async {
-        let left: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM outbox WHERE published_at IS NULL")
-                .fetch_one(pool)
-                .await
-                .ok()?;
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox_waiting")
+            .fetch_one(pool)
+            .await
+            .ok()?;
         (left == 0).then_some(())
     })
     .await;

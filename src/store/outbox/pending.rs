@@ -1,24 +1,23 @@
-//! The relay's claim-and-mark transaction: the oldest unpublished rows, each read on its own (a
-//! row whose stored JSON does not decode is named by its id, and fails no other row), then the
-//! confirmed rows marked published and those the relay cannot publish moved to
-//! `outbox_set_aside` with their reason (docs/messaging.md "Rows the relay sets aside"), in one
-//! commit.
+//! An outbox row as the relay reads it: each read on its own (a row whose stored JSON does not
+//! decode is named by its id, and fails no other row), bodies of raw messages within a byte
+//! budget per batch; and what a row the relay cannot publish becomes (docs/messaging.md "Rows the
+//! relay sets aside").
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::store::StoreError;
 
-/// The most body bytes of raw messages one claimed batch holds (beyond its first row, which is
+/// The most body bytes of raw messages one batch holds (beyond its first row, which is
 /// always taken): replayed dead letters may be large, and a batch is held in memory while it is
 /// published.
 const RAW_BATCH_BYTES: i64 = 16 * 1024 * 1024;
 
 /// The longest reason stored with a row set aside, in bytes (`outbox_set_aside_reason_bounded`).
-const MAX_SET_ASIDE_REASON_BYTES: usize = 1_024;
+pub(super) const MAX_SET_ASIDE_REASON_BYTES: usize = 1_024;
 
 /// A row waiting to be published.
 #[derive(Debug, Clone)]
@@ -52,7 +51,7 @@ pub enum PendingMessage {
     },
 }
 
-/// A claimed row that cannot be read into a [`PendingEvent`]: the relay sets it aside.
+/// A row that cannot be read into a [`PendingEvent`]: the relay sets it aside.
 #[derive(Debug, thiserror::Error)]
 #[error("outbox row {id} (event {event_id}) cannot be read")]
 pub struct UnreadableRow {
@@ -62,7 +61,7 @@ pub struct UnreadableRow {
     pub cause: Unreadable,
 }
 
-/// Why a claimed row cannot be read.
+/// Why a row cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum Unreadable {
     /// Postgres holds it as `jsonb`, but it does not decode (nested beyond serde_json's limit of
@@ -86,9 +85,11 @@ pub struct SetAside {
     pub reason: String,
 }
 
+/// A row as the relay reads it (`relay_batch`): every column but a raw message's body, which
+/// [`load`] reads for the rows within the batch's byte budget.
 #[derive(sqlx::FromRow)]
-struct PendingRow {
-    id: i64,
+pub(super) struct PendingRow {
+    pub(super) id: i64,
     event_id: Uuid,
     created_at: DateTime<Utc>,
     event_type: Option<String>,
@@ -148,43 +149,13 @@ impl PendingRow {
     }
 }
 
-fn json(what: &'static str, text: &str) -> Result<serde_json::Value, Unreadable> {
-    serde_json::from_str(text).map_err(|source| Unreadable::Json { what, source })
-}
-
-/// A batch claimed for publishing: the relay lease and the oldest unpublished rows, held in one
-/// transaction until [`ClaimedBatch::finish`] marks what the broker confirmed. Dropping it
-/// unfinished rolls back: the rows stay unpublished and the lease is released.
-pub struct ClaimedBatch {
-    tx: Transaction<'static, Postgres>,
-    /// In id order; a row that cannot be read is there as an [`UnreadableRow`].
-    pub rows: Vec<Result<PendingEvent, UnreadableRow>>,
-}
-
-/// Claims up to `limit` of the oldest unpublished events. Relays take turns batch by batch (a
-/// transaction-scoped advisory lock), so events of one order are published in order even with
-/// several instances. `None`: another relay holds the lease, or nothing is waiting.
-pub async fn claim_batch(pool: &PgPool, limit: u32) -> Result<Option<ClaimedBatch>, StoreError> {
-    let mut tx = crate::store::begin(pool).await?;
-    // The lease is tried in the claim itself, once (an uncorrelated scalar subquery is an
-    // InitPlan: a one-time filter evaluated before the scan), which saves a round trip per batch.
-    // Not held: no row. Rows another transaction holds are skipped rather than waited for. Bodies
-    // of raw messages are read in a second step, only for the rows within the batch's byte budget.
-    let mut rows = sqlx::query_as::<_, PendingRow>(
-        "SELECT id, event_id, created_at, event_type, payload::text AS payload, exchange, \
-         routing_key, properties::text AS properties, octet_length(body)::int8 AS body_bytes, \
-         traceparent, tracestate \
-         FROM outbox \
-         WHERE (SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay'))) \
-           AND published_at IS NULL \
-         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
-    )
-    .bind(i64::from(limit))
-    .fetch_all(&mut *tx)
-    .await?;
-    if rows.is_empty() {
-        return Ok(None);
-    }
+/// The rows of a batch, in the order read, cut after the row that takes their raw bodies past
+/// [`RAW_BATCH_BYTES`] (the first row is always kept), each with its body read (a second
+/// statement, for raw rows only) and decoded on its own.
+pub(super) async fn load(
+    conn: &mut PgConnection,
+    mut rows: Vec<PendingRow>,
+) -> Result<Vec<Result<PendingEvent, UnreadableRow>>, StoreError> {
     let mut budget = RAW_BATCH_BYTES;
     let within = rows
         .iter()
@@ -205,62 +176,23 @@ pub async fn claim_batch(pool: &PgPool, limit: u32) -> Result<Option<ClaimedBatc
     } else {
         sqlx::query_as::<_, (i64, Vec<u8>)>("SELECT id, body FROM outbox WHERE id = ANY($1)")
             .bind(&raw)
-            .fetch_all(&mut *tx)
+            .fetch_all(conn)
             .await?
             .into_iter()
             .collect()
     };
-    let rows = rows
+    Ok(rows
         .into_iter()
         .map(|row| row.into_pending(&mut bodies))
-        .collect();
-    Ok(Some(ClaimedBatch { tx, rows }))
+        .collect())
 }
 
-impl ClaimedBatch {
-    /// Marks the rows with ids `published` published, moves the rows `set_aside` to
-    /// `outbox_set_aside` with their reasons, and commits, releasing the lease.
-    pub async fn finish(
-        mut self,
-        published: &[i64],
-        set_aside: &[SetAside],
-    ) -> Result<(), StoreError> {
-        if !published.is_empty() {
-            sqlx::query("UPDATE outbox SET published_at = now() WHERE id = ANY($1)")
-                .bind(published)
-                .execute(&mut *self.tx)
-                .await?;
-        }
-        if !set_aside.is_empty() {
-            let ids: Vec<i64> = set_aside.iter().map(|row| row.id).collect();
-            let reasons: Vec<&str> = set_aside
-                .iter()
-                .map(|row| cut(&row.reason, MAX_SET_ASIDE_REASON_BYTES))
-                .collect();
-            sqlx::query(
-                "WITH reasons AS (SELECT * FROM unnest($1::int8[], $2::text[]) AS r(id, reason)), \
-                 moved AS (\
-                     DELETE FROM outbox USING reasons WHERE outbox.id = reasons.id \
-                     RETURNING outbox.id, event_id, event_type, order_id, order_version, payload, \
-                         exchange, routing_key, body, properties, traceparent, tracestate, \
-                         created_at, reasons.reason) \
-                 INSERT INTO outbox_set_aside (id, event_id, event_type, order_id, order_version, \
-                     payload, exchange, routing_key, body, properties, traceparent, tracestate, \
-                     created_at, reason) \
-                 SELECT * FROM moved",
-            )
-            .bind(&ids)
-            .bind(&reasons)
-            .execute(&mut *self.tx)
-            .await?;
-        }
-        self.tx.commit().await?;
-        Ok(())
-    }
+fn json(what: &'static str, text: &str) -> Result<serde_json::Value, Unreadable> {
+    serde_json::from_str(text).map_err(|source| Unreadable::Json { what, source })
 }
 
 /// `text` cut to at most `max` bytes, at a character boundary.
-fn cut(text: &str, max: usize) -> &str {
+pub(super) fn cut(text: &str, max: usize) -> &str {
     &text[..text.floor_char_boundary(max)]
 }
 

@@ -1,0 +1,281 @@
+//! The outbox as a log (docs/messaging.md "The outbox as a log"), its pitfalls each with a test:
+//! an older transaction writing an order's next version, a transaction holding the horizon, the
+//! relay's own transaction id, a database restored where transaction ids are lower, and the read's
+//! plan on a large table.
+
+use order_service::config::DEFAULT_LOCK_TIMEOUT;
+use order_service::domain::{Decision, EventType, Shipment, Version};
+use order_service::store::StoreError;
+use order_service::store::order_changes::{self, OrderWrite};
+use order_service::store::outbox::{self, BatchRead, NewEvent, relay_mode};
+use order_service::telemetry::TraceContext;
+use uuid::Uuid;
+
+use order_service_testkit::TestDb;
+
+use crate::helpers::Harness;
+use crate::relay::{batch, cause, ids, pay, place};
+
+/// The order's versions in the order the relay reads them.
+async fn versions_as_read(h: &Harness) -> Vec<i64> {
+    let read = batch(h, 100).await;
+    let ids = ids(&read);
+    let versions: Vec<i64> = sqlx::query_scalar(
+        "SELECT order_version FROM outbox JOIN unnest($1::int8[]) WITH ORDINALITY AS r(id, n) \
+         USING (id) ORDER BY r.n",
+    )
+    .bind(&ids)
+    .fetch_all(&h.db.pool)
+    .await
+    .unwrap();
+    read.finish(&ids, &[]).await.unwrap();
+    versions
+}
+
+#[tokio::test]
+async fn an_older_transaction_writing_an_orders_next_version_is_read_after_the_version_before() {
+    let h = Harness::start().await;
+    let order = place(&h.app, 100).await;
+    // A takes its transaction id first, as a batch's lost-race round does with its first write.
+    let mut a = h.db.pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_current_xact_id()")
+        .execute(&mut *a)
+        .await
+        .unwrap();
+    // B, a newer transaction, pays: version 2.
+    pay(&h.app, order, 100).await;
+    // A reads the order as B left it and ships it: version 3, under its older transaction id.
+    let (_, snapshot) = order_changes::read(&mut a, order, None, None)
+        .await
+        .unwrap();
+    let paid = snapshot.order.unwrap();
+    let shipment = Shipment::parse("DHL", "T-1").unwrap();
+    let Decision::Apply(change) = paid.ship(&shipment).unwrap() else {
+        panic!("the order ships")
+    };
+    let events = [NewEvent {
+        event_id: Uuid::new_v4(),
+        event_type: EventType::OrderShipped,
+        payload: "{}".to_owned(),
+    }];
+    let write = OrderWrite {
+        next: &change.next,
+        expected: Some((change.from, change.from_version)),
+        kind: change.kind,
+        transfer: None,
+        cause: &cause("ship"),
+        events: &events,
+        trace: &TraceContext::start(),
+    };
+    order_changes::write(&mut a, &write, None).await.unwrap();
+    a.commit().await.unwrap();
+    assert_eq!(change.next.version, Version::new(3).unwrap());
+
+    let by_xid: Vec<i64> = sqlx::query_scalar(
+        "SELECT order_version FROM outbox WHERE order_id = $1 ORDER BY xmin::text::int8, id",
+    )
+    .bind(order.as_uuid())
+    .fetch_all(&h.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        by_xid,
+        [1, 3, 2],
+        "a cursor over transaction ids alone would publish version 3 before version 2"
+    );
+    assert_eq!(versions_as_read(&h).await, [1, 2, 3]);
+}
+
+#[tokio::test]
+async fn a_transaction_open_in_another_database_holds_publishing_back_and_skips_nothing() {
+    let h = Harness::start().await;
+    let other = TestDb::create(DEFAULT_LOCK_TIMEOUT).await;
+    let mut holder = other.pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_current_xact_id()")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+
+    place(&h.app, 100).await;
+
+    match outbox::read_batch(&h.db.pool, 10).await.unwrap() {
+        BatchRead::Idle(horizon) => assert!(horizon.rows_behind, "the row waits behind"),
+        BatchRead::Batch(_) => panic!("a row above the horizon was read"),
+        BatchRead::Leased => panic!("no other relay runs"),
+    }
+    let backlog = outbox::backlog(&h.db.pool).await.unwrap();
+    assert_eq!((backlog.events, backlog.behind_horizon), (1, 1));
+    assert!(backlog.horizon_age_seconds > 0.0, "{backlog:?}");
+
+    holder.rollback().await.unwrap();
+    let read = batch(&h, 10).await;
+    assert_eq!(read.rows.len(), 1, "read once the older transaction ended");
+}
+
+#[tokio::test]
+async fn the_relay_holds_no_transaction_id_while_it_publishes() {
+    let h = Harness::start().await;
+    place(&h.app, 100).await;
+    let read = batch(&h, 10).await;
+
+    let holding: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity \
+         WHERE datname = current_database() AND backend_xid IS NOT NULL",
+    )
+    .fetch_one(&h.db.pool)
+    .await
+    .unwrap();
+
+    assert_eq!(holding, 0, "the open batch holds no transaction id");
+    let published = ids(&read);
+    read.finish(&published, &[]).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cursor_ahead_of_the_servers_transaction_ids_is_refused_until_rebased() {
+    let h = Harness::start().await;
+    let first = place(&h.app, 100).await;
+    let read = batch(&h, 10).await;
+    let published = ids(&read);
+    read.finish(&published, &[]).await.unwrap();
+    let waiting = place(&h.app, 100).await;
+    // As after a restore into a new cluster: the log's positions are far above its transaction
+    // ids.
+    sqlx::raw_sql(
+        "UPDATE outbox SET pos = (pos::text::int8 + 1000000000)::text::xid8; \
+         UPDATE outbox_publications \
+         SET through_pos = (through_pos::text::int8 + 1000000000)::text::xid8 \
+         WHERE through_pos > '0'; \
+         UPDATE orders SET last_event_pos = (last_event_pos::text::int8 + 1000000000)::text::xid8",
+    )
+    .execute(&h.db.pool)
+    .await
+    .unwrap();
+
+    let refused = match outbox::read_batch(&h.db.pool, 10).await {
+        Err(error @ StoreError::OutboxAhead { .. }) => error.to_string(),
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("the relay read on"),
+    };
+    assert!(refused.contains("order-service outbox rebase"), "{refused}");
+
+    assert_eq!(relay_mode::rebase(&h.db.pool).await.unwrap(), Some(2));
+    let after = place(&h.app, 100).await;
+    let read = batch(&h, 10).await;
+    let orders: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT order_id FROM outbox JOIN unnest($1::int8[]) WITH ORDINALITY AS r(id, n) \
+         USING (id) ORDER BY r.n",
+    )
+    .bind(ids(&read))
+    .fetch_all(&h.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        orders,
+        [waiting.as_uuid(), after.as_uuid()],
+        "what waited is published, then what followed; what was published is not again"
+    );
+    assert_ne!(first, waiting);
+    let published = ids(&read);
+    read.finish(&published, &[]).await.unwrap();
+    assert_eq!(
+        relay_mode::rebase(&h.db.pool).await.unwrap(),
+        None,
+        "a cursor not ahead is left alone"
+    );
+}
+
+#[tokio::test]
+async fn the_relays_read_is_one_range_of_its_index_on_a_large_outbox() {
+    let db = TestDb::create(DEFAULT_LOCK_TIMEOUT).await;
+    sqlx::raw_sql(
+        "INSERT INTO outbox (event_id, exchange, routing_key, body, properties, pos) \
+         SELECT gen_random_uuid(), 'x', 'k', '\\x7b7d', '{}', \
+                (pg_current_xact_id()::text::int8 - n % 1000)::text::xid8 \
+         FROM generate_series(1, 300000) AS n; \
+         ANALYZE outbox;",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let mut conn = db.pool.acquire().await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "PREPARE relay_read(int8, int8, int8) AS {}",
+        outbox::READ_AFTER_CURSOR
+    )))
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+
+    let plan: Vec<String> = sqlx::query_scalar("EXPLAIN EXECUTE relay_read(0, 0, 256)")
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Index Scan using outbox_pos_id_idx"),
+        "{plan}"
+    );
+    assert!(
+        !plan.contains("Seq Scan") && !plan.contains("Sort"),
+        "{plan}"
+    );
+}
+
+/// Runs `order-service outbox …` against `db`: whether it succeeded, and its stdout.
+fn outbox_command(db: &TestDb, command: &str) -> (bool, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_order-service"))
+        .args(["outbox", command])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", &db.url)
+        .output()
+        .expect("run order-service outbox");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn marking_for_the_previous_release_stops_and_starts_with_what_the_cursor_passed_marked() {
+    let h = Harness::start().await;
+    let marked = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")
+            .fetch_one(&h.db.pool)
+            .await
+            .unwrap()
+    };
+    let (ok, status) = outbox_command(&h.db, "status");
+    assert!(ok, "{status}");
+    assert!(
+        status.contains("marks published rows for 0.2.0: no"),
+        "a new database: {status}"
+    );
+
+    // Marking, as on a database an earlier release served: the batch marks what it publishes.
+    assert!(outbox_command(&h.db, "start-marking").0);
+    place(&h.app, 100).await;
+    let read = batch(&h, 10).await;
+    let published = ids(&read);
+    read.finish(&published, &[]).await.unwrap();
+    assert_eq!(marked().await, 1);
+
+    // Not marking: the cursor moves, no row is written.
+    let (ok, stopped) = outbox_command(&h.db, "stop-marking");
+    assert!(ok && stopped.contains("no longer mark"), "{stopped}");
+    place(&h.app, 100).await;
+    let read = batch(&h, 10).await;
+    let published = ids(&read);
+    read.finish(&published, &[]).await.unwrap();
+    assert_eq!(marked().await, 1);
+
+    // Before a rollback: what the cursor passed is marked, so 0.2.0 publishes none of it again.
+    let (ok, started) = outbox_command(&h.db, "start-marking");
+    assert!(
+        ok && started.contains("1 rows the cursor passed marked now"),
+        "{started}"
+    );
+    assert_eq!(marked().await, 2);
+}
