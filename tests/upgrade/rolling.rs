@@ -6,6 +6,9 @@
 //!    rotation and stops (SIGTERM, graceful);
 //! 3. rollback: N−1 starts again, beside N, on the schema N migrated; N leaves and stops.
 //!
+//! Between 2 and 3, with N alone, the outbox's relays stop marking what they publish and start
+//! again before the rollback (docs/operations/upgrading.md "Upgrading: the outbox as a log").
+//!
 //! Both releases consume one inbox and publish one outbox meanwhile, so each settles retries
 //! and publishes events the other wrote; a message parked by N−1 is shown and discarded by N,
 //! and one parked by N by N−1 after the rollback.
@@ -100,6 +103,12 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
     progress(&load, "the load on both releases").await;
     retire(&rotation, &mut old).await;
     progress(&load, "the load on the new release alone").await;
+    // The contract step of the outbox as a log, once N−1 no longer runs: relays stop marking
+    // what they publish; and before the rollback they start again, marking what the cursor
+    // passed meanwhile (docs/operations/upgrading.md "Upgrading: the outbox as a log").
+    outbox_command(current, &db, "stop-marking");
+    progress(&load, "the load with the relays not marking").await;
+    outbox_command(current, &db, "start-marking");
     discard_on(&new, &db, parked_by_old).await;
     let parked_by_new = park_a_poison_message(&db, &topology.inbound_exchange).await;
 
@@ -171,6 +180,22 @@ async fn a_rolling_upgrade_and_a_rollback_under_load_lose_double_and_refuse_noth
 
 /// Publishes a message that cannot parse, and waits for an instance running now to park it: a dead
 /// letter one release writes, for the other to handle.
+/// Runs `order-service outbox <command>` of the release `bin` against the database.
+fn outbox_command(bin: &Path, db: &TestDb, command: &str) {
+    let output = std::process::Command::new(bin)
+        .args(["outbox", command])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", &db.url)
+        .output()
+        .expect("run order-service outbox");
+    assert!(
+        output.status.success(),
+        "order-service outbox {command}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 async fn park_a_poison_message(db: &TestDb, exchange: &str) -> Uuid {
     let event_id = Uuid::new_v4().to_string();
     let poison = load::Message {
