@@ -70,7 +70,7 @@ impl<Id: Display + FromStr> Token for Cursor<Id> {
     }
 }
 
-pub fn decode<Id: FromStr>(token: &str) -> Result<Cursor<Id>, ()> {
+fn decode<Id: FromStr>(token: &str) -> Result<Cursor<Id>, ()> {
     let bytes = hex::decode(token).map_err(|_| ())?;
     let text = String::from_utf8(bytes).map_err(|_| ())?;
     let (micros, id) = text.split_once('.').ok_or(())?;
