@@ -34,6 +34,7 @@ const CITING: &[&str] = &[
     "assets/events",
     ".ci",
     "Cargo.toml",
+    ".cargo/config.toml",
     "Dockerfile",
     "docker-compose.yml",
 ];
