@@ -21,7 +21,7 @@
 //! |---|---|
 //! | `new`, `replaying_to`, `relay_wakeup`, `database_writable` | `mod.rs` (here) |
 //! | `place` | `place.rs` |
-//! | `record` (a payment or a refund) | `ledger.rs` |
+//! | `record` (a payment or a refund) | `record_transfer.rs` |
 //! | `ship`, `cancel` | `status_change.rs` |
 //! | `apply_batch` (the consumer's batch of [`Request`]s) | `batch/` |
 //! | `expire_overdue` | `expiry.rs` |
@@ -35,18 +35,20 @@ mod batch;
 pub mod dead_letters;
 mod deadline;
 mod error;
-mod events;
 mod expiry;
 pub mod field_schemas;
+pub mod fingerprint;
 pub mod json_time;
-mod keys;
-mod ledger;
+mod key_replay;
 mod order_command;
 mod order_records;
+mod outbound_events;
 mod outbox_cursor;
 mod outcome;
+pub mod page_tokens;
 mod place;
 mod queries;
+mod record_transfer;
 mod request;
 mod runner;
 mod status_change;
@@ -62,12 +64,13 @@ use sqlx::{PgPool, Postgres};
 pub use batch::{Item, ItemResult};
 pub use deadline::{UNATTENDED_LIMIT, bounded, within};
 pub use error::AppError;
-pub use events::OutboundEnvelope;
 pub use expiry::Sweep;
-pub use ledger::Receipt;
 pub use order_records::{EventsAfter, HistoryAfter, LedgerAfter, PageAfter};
+pub use outbound_events::OutboundEnvelope;
 pub use outcome::Outcome;
+pub use page_tokens::{DEFAULT_PAGE, MAX_PAGE};
 pub use queries::{Cursor, OrderPage, Page, PageRequest};
+pub use record_transfer::Receipt;
 pub use request::{Effect, Request};
 pub use wakeup::RelayWakeup;
 

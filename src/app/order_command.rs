@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use super::deadline;
-use super::events::new_events;
+use super::outbound_events::new_events;
 use super::runner::{Command, Step, Transition, Written};
 use super::{AppError, Outcome};
 use crate::domain::{

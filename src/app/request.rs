@@ -3,9 +3,9 @@
 //! together (`App::apply_batch`, `batch/`). Each request runs the very command its own
 //! method runs; this module only dispatches to it.
 
-use super::ledger::RecordTransfer;
 use super::order_command::{Answer, Decided, OrderCommand};
 use super::place::Place;
+use super::record_transfer::RecordTransfer;
 use super::status_change::{Asked, StatusChange};
 use super::{AppError, Receipt};
 use crate::domain::{

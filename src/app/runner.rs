@@ -13,7 +13,7 @@ use std::future::Future;
 
 use sqlx::PgConnection;
 
-use super::keys::prior_change;
+use super::key_replay::prior_change;
 use super::{App, AppError, Outcome, deadline};
 use crate::domain::{Cause, DeadLetterAction, OrderStatus, TransitionKind};
 use crate::store::keys::{KeyHolder, Keyed};

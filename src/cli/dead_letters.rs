@@ -11,15 +11,14 @@ use uuid::Uuid;
 
 use super::output::{acted, details, list_table, replay_note, to_json};
 use crate::amqp::inbound::INBOUND_TYPES;
-use crate::app::App;
 use crate::app::dead_letters::dead_letter_views::{BulkReplayView, DeadLetterList, DeadLetterView};
 use crate::app::dead_letters::{DeadLetterFilter, DeadLetterPageRequest};
+use crate::app::{App, fingerprint, page_tokens};
 use crate::config::Config;
 use crate::domain::{
     BoundedText, Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, IdempotencyKey,
     ReplayRoutes, action_note, reason_filter, type_filter,
 };
-use crate::http::{cursor, fingerprint};
 use crate::store;
 use crate::telemetry::TraceContext;
 
@@ -45,7 +44,7 @@ enum DeadLettersCommand {
         #[arg(long = "type")]
         event_type: Option<String>,
         /// Page size, 1–100.
-        #[arg(long, default_value_t = cursor::DEFAULT_PAGE)]
+        #[arg(long, default_value_t = page_tokens::DEFAULT_PAGE)]
         limit: u16,
         /// The `next` cursor of the previous page.
         #[arg(long)]
@@ -112,8 +111,8 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
             limit,
             after,
         } => {
-            let (limit, after) = cursor::page(Some(limit), after.as_deref())
-                .map_err(|problem| anyhow::anyhow!(problem.detail))?;
+            let (limit, after) =
+                page_tokens::page(Some(limit), after.as_deref()).map_err(anyhow::Error::from)?;
             let filter = DeadLetterFilter {
                 status: status.map(Into::into),
                 reason: reason.as_deref().map(reason_filter).transpose()?,
@@ -129,7 +128,7 @@ pub async fn run(args: DeadLettersArgs, config: &Config) -> anyhow::Result<()> {
                 .await?;
             let list = DeadLetterList {
                 items: page.items.iter().map(DeadLetterView::from).collect(),
-                next: page.next.map(|c| cursor::encode(&c)),
+                next: page.next.map(|c| page_tokens::encode(&c)),
             };
             print!(
                 "{}",

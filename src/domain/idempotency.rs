@@ -68,7 +68,7 @@ fn unquote_sf_string(rest: &str) -> Option<String> {
 }
 
 /// Whether a retry is the same request as the first one: an opaque digest the door that
-/// received the request computes (see `http::fingerprint`) and the store keeps; the domain only
+/// received the request computes (see `app::fingerprint`) and the store keeps; the domain only
 /// compares it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Fingerprint(String);

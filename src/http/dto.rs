@@ -205,11 +205,11 @@ mod tests {
 
     #[test]
     fn a_page_of_an_orders_records_is_bounded_whatever_they_hold() {
+        use crate::app::MAX_PAGE;
         use crate::app::views::{
             CauseView, DirectionView, OrderEventStateView, OrderStatusView, SourceView,
         };
         use crate::domain::{ClientId, EventId, EventType, IdempotencyKey};
-        use crate::http::cursor::MAX_PAGE;
         use strum::IntoEnumIterator;
 
         let transfer_id = widest(TransferId::MAX_CHARS);

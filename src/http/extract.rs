@@ -11,8 +11,8 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 
-use super::fingerprint;
 use super::problem::Problem;
+use crate::app::fingerprint;
 use crate::domain::{Cause, ClientId, DeadLetterId, Fingerprint, IdempotencyKey, OrderId};
 use crate::strict_json::{JsonObject, StrictJsonError};
 use crate::telemetry::TraceContext;

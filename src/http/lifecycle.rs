@@ -7,7 +7,6 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::cursor::{self, PageParams};
 use super::dto::{CancelRequest, HistoryList, ShipRequest};
 use super::extract::{Caller, IdPath, ListQuery, Mutation};
 use super::if_match::IfMatch;
@@ -15,9 +14,11 @@ use super::openapi_parts::{
     CommandHeaders, CommandProblems, IfMatchHeader, OrderIdPath, OrderPageProblems,
     StatusChangeResponses,
 };
+use super::page_query::PageParams;
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
+use crate::app::page_tokens;
 use crate::app::views::HistoryEntryView;
 use crate::domain::OrderId;
 
@@ -130,6 +131,6 @@ pub async fn order_history(
                 view
             })
             .collect(),
-        next: page.next.as_ref().map(cursor::encode),
+        next: page.next.as_ref().map(page_tokens::encode),
     }))
 }

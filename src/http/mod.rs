@@ -5,14 +5,12 @@
 
 mod auth;
 mod console;
-pub(crate) mod cursor;
 mod dead_letter_requests;
-mod dead_letters;
+mod dead_letter_routes;
 mod docs;
 pub mod dto;
 mod event_docs;
 mod extract;
-pub mod fingerprint;
 mod if_match;
 mod lifecycle;
 mod limits;
@@ -22,6 +20,7 @@ mod openapi_parts;
 mod ops;
 mod order_events;
 mod orders;
+mod page_query;
 mod payments;
 pub mod problem;
 mod respond;
@@ -44,7 +43,6 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub use auth::OpenPaths;
 pub use console::CONTENT_SECURITY_POLICY as CONSOLE_CONTENT_SECURITY_POLICY;
-pub use cursor::{DEFAULT_PAGE, MAX_PAGE};
 pub use extract::MAX_BODY_BYTES;
 pub use limits::Limits;
 pub use openapi::{document as openapi_document, to_pretty_json as openapi_json};
@@ -63,7 +61,7 @@ fn routes() -> (Router<ApiState>, utoipa::openapi::OpenApi) {
         .merge(payments::routes())
         .merge(lifecycle::routes())
         .merge(order_events::routes())
-        .merge(dead_letters::routes())
+        .merge(dead_letter_routes::routes())
         .merge(ops::routes())
         .merge(me::routes())
         .split_for_parts();

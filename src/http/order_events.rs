@@ -6,12 +6,13 @@ use axum::extract::State;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::cursor::{self, PageParams};
 use super::dto::OrderEventList;
 use super::extract::{IdPath, ListQuery};
 use super::openapi_parts::{OrderIdPath, OrderPageProblems};
+use super::page_query::PageParams;
 use super::problem::Problem;
 use super::state::ApiState;
+use crate::app::page_tokens;
 use crate::app::views::OrderEventView;
 use crate::domain::OrderId;
 
@@ -42,6 +43,6 @@ pub async fn order_events(
     let page = state.app.order_events(order_id, params.page()?).await?;
     Ok(axum::Json(OrderEventList {
         items: page.items.iter().map(OrderEventView::from).collect(),
-        next: page.next.as_ref().map(cursor::encode),
+        next: page.next.as_ref().map(page_tokens::encode),
     }))
 }

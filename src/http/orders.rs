@@ -9,15 +9,14 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::cursor;
 use super::dto::{OrderList, PlaceOrderRequest};
 use super::extract::{Caller, IdPath, ListQuery, Mutation};
 use super::openapi_parts::{CommandHeaders, OrderIdPath, OrderReadProblems};
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
-use crate::app::PageRequest;
 use crate::app::views::{OrderStatusView, OrderView};
+use crate::app::{PageRequest, page_tokens};
 use crate::domain::{CustomerId, OrderId, TransferId, ValidationError};
 
 /// This module's routes, with their documentation.
@@ -123,7 +122,7 @@ pub async fn list_orders(
     State(state): State<ApiState>,
     ListQuery(params): ListQuery<ListParams>,
 ) -> Result<axum::Json<OrderList>, Problem> {
-    let (limit, after) = cursor::page(params.limit, params.after.as_deref())?;
+    let (limit, after) = page_tokens::page(params.limit, params.after.as_deref())?;
     let customer_id = filter(params.customer_id.as_deref(), CustomerId::parse)?;
     let transfer_id = filter(params.transfer_id.as_deref(), TransferId::parse)?;
     let page = state
@@ -138,7 +137,7 @@ pub async fn list_orders(
         .await?;
     Ok(axum::Json(OrderList {
         items: page.items.iter().map(OrderView::from).collect(),
-        next: page.next.map(|c| cursor::encode(&c)),
+        next: page.next.map(|c| page_tokens::encode(&c)),
     }))
 }
 

@@ -6,13 +6,14 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::cursor::{self, PageParams};
 use super::dto::{LedgerList, PaymentRequest, PaymentResponse, RefundRequest, RefundResponse};
 use super::extract::{Caller, IdPath, ListQuery, Mutation};
 use super::openapi_parts::{CommandHeaders, CommandProblems, OrderIdPath, OrderPageProblems};
+use super::page_query::PageParams;
 use super::problem::Problem;
 use super::respond;
 use super::state::ApiState;
+use crate::app::page_tokens;
 use crate::app::views::LedgerEntryView;
 use crate::domain::OrderId;
 
@@ -117,6 +118,6 @@ pub async fn list_payments(
     let page = state.app.payments(order_id, params.page()?).await?;
     Ok(axum::Json(LedgerList {
         items: page.items.iter().map(LedgerEntryView::from).collect(),
-        next: page.next.as_ref().map(cursor::encode),
+        next: page.next.as_ref().map(page_tokens::encode),
     }))
 }

@@ -162,7 +162,8 @@ async fn a_poison_message_with_huge_headers_is_dead_lettered_once_without_a_reco
     )
     .await;
 
-    // Waits for the dead letter, reporting how often the consumer connected meanwhile.
+    // Waits for the dead letter, reporting how often the consumer connected meanwhile: not the
+    // kit's `eventually`, whose failure cannot say that count, which is what this test is about.
     let mut letters = vec![];
     let start = std::time::Instant::now();
     while letters.is_empty() {

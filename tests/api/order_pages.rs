@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use order_service::http::DEFAULT_PAGE;
+use order_service::app::DEFAULT_PAGE;
 
 use crate::helpers::TestApp;
 

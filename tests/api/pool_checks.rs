@@ -50,6 +50,7 @@ async fn a_connection_that_waited_in_the_pool_is_pinged_once_before_it_is_handed
     let (pool, proxy) = pool_behind_proxy(&db).await;
     let first = backend_pid(&pool).await;
 
+    // A fixed delay is the point: the connection must sit idle past `CHECK_IDLE_AFTER`.
     tokio::time::sleep(store::CHECK_IDLE_AFTER + Duration::from_millis(200)).await;
     let pings = proxy.pings();
     let second = backend_pid(&pool).await;
@@ -67,6 +68,7 @@ async fn a_connection_its_server_let_go_while_it_waited_is_replaced() {
     let first = backend_pid(&pool).await;
 
     terminate(&db, first).await;
+    // A fixed delay is the point: the connection must sit idle past `CHECK_IDLE_AFTER`.
     tokio::time::sleep(store::CHECK_IDLE_AFTER + Duration::from_millis(200)).await;
     let second = backend_pid(&pool).await;
 

@@ -3,9 +3,9 @@
 
 use uuid::Uuid;
 
+use order_service::app::MAX_PAGE;
 use order_service::app::{App, PageAfter};
 use order_service::domain::{Cause, Direction, EventId, Money, OrderId, Refund, TransferId};
-use order_service::http::MAX_PAGE;
 use order_service::store;
 
 use order_service_testkit::TestDb;

@@ -136,6 +136,7 @@ impl Driver {
                 let script = script.clone();
                 let delivery = delivery.clone();
                 tasks.push(tokio::spawn(async move {
+                    // The schedule's own delay for this copy: the reordering under test.
                     tokio::time::sleep(Duration::from_millis(delivery.delay_ms)).await;
                     driver.deliver_copy(&script, order, &delivery).await;
                 }));
@@ -160,6 +161,8 @@ impl Driver {
             if current.is_some_and(|v| v >= version) {
                 return;
             }
+            // Not the kit's `eventually`: giving up is no failure here; the check after the
+            // schedule reports whatever never arrived.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -208,6 +211,7 @@ impl Driver {
             {
                 return;
             }
+            // A publisher's pause before it publishes again (the broker cut, or an instance down).
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         self.note(format!("could not publish {event_id}"));
@@ -243,6 +247,7 @@ impl Driver {
                 Err(_) => {}
             }
             self.lock().rest_retries += 1;
+            // A client's random pause before it retries, as a real client backs off.
             tokio::time::sleep(Duration::from_millis(rng.between(100, 400))).await;
         }
         self.note(format!("{delivery}: POST {path} never succeeded"));

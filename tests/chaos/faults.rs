@@ -22,6 +22,7 @@ pub async fn inject(
 ) {
     let mut rng = Rng::new(seed ^ 0xFA17);
     while !stop.load(Ordering::SeqCst) {
+        // The fault schedule is timing by design: a random pause before the next fault.
         tokio::time::sleep(Duration::from_millis(rng.between(200, 900))).await;
         if kinds.is_empty() || !active.load(Ordering::SeqCst) {
             continue;
@@ -32,11 +33,13 @@ pub async fn inject(
         match kind {
             "kill" => {
                 cluster.kill(slot).await;
+                // How long the instance stays dead: a random outage, by design.
                 tokio::time::sleep(Duration::from_millis(rng.between(100, 800))).await;
                 cluster.launch(slot).await;
             }
             "amqp" => {
                 cluster.instances[slot].amqp.sever();
+                // How long the broker connection stays cut: a random outage, by design.
                 tokio::time::sleep(Duration::from_millis(rng.between(200, 1500))).await;
                 cluster.instances[slot].amqp.restore();
             }

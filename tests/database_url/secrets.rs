@@ -136,6 +136,7 @@ fn run(args: &[&str], url: &str, level: &str) -> String {
             child.wait().expect("order-service stopped");
             break;
         }
+        // Polling the child's exit: std's `Child` has no wait with a time limit.
         std::thread::sleep(Duration::from_millis(50));
     }
     let printed = std::fs::read_to_string(&output).unwrap_or_default();

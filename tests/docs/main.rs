@@ -1,10 +1,12 @@
 //! The docs cannot rot: every relative link of the Markdown documents (the README,
 //! `bench/README.md` and everything under `docs/`) reaches a file, and its anchor a heading of
 //! that file; every alert's `runbook_url` reaches a section of the runbook; every document and
-//! section the code, the migrations and the configuration files cite exists; and the README stays
-//! a landing page. Files only: no database, no broker.
+//! section the code, the migrations and the configuration files cite exists; the file map of
+//! docs/architecture.md names every file under `src/` and nothing else; and the README stays a
+//! landing page. Files only: no database, no broker.
 
 mod citations;
+mod file_map;
 mod markdown;
 
 use std::collections::BTreeMap;
@@ -32,6 +34,7 @@ const CITING: &[&str] = &[
     "assets/events",
     ".ci",
     "Cargo.toml",
+    ".cargo/config.toml",
     "Dockerfile",
     "docker-compose.yml",
 ];
@@ -349,6 +352,32 @@ fn every_file_and_folder_the_docs_name_exists() {
     assert!(
         problems.is_empty(),
         "paths the docs name that do not exist:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_file_map_names_every_file_under_src_once_and_nothing_else() {
+    let root = repository();
+    let src = root.join("src");
+    let mut paths = Vec::new();
+    files_under(&src, None, &mut paths);
+    let files: Vec<String> = paths
+        .iter()
+        .filter_map(|path| path.strip_prefix(&src).ok())
+        .map(|path| path.to_string_lossy().replace('\\', "/"))
+        .collect();
+    let named = file_map::named(&read(&root.join("docs/architecture.md")));
+    assert!(
+        named.len() > 100,
+        "only {} files in docs/architecture.md \"{}\": is the reader broken?",
+        named.len(),
+        &file_map::HEADING[3..]
+    );
+    let problems = file_map::problems(&named, &files);
+    assert!(
+        problems.is_empty(),
+        "docs/architecture.md \"File map\" and src/ disagree:\n{}",
         problems.join("\n")
     );
 }

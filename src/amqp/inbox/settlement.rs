@@ -17,8 +17,8 @@ use tracing::Instrument;
 
 use super::ack_window::Acknowledger;
 use super::attempt_seal::AttemptSeal;
-use super::decision::Disposition;
 use super::delivery::Message;
+use super::disposition::Disposition;
 use super::replacement::republished_properties;
 use crate::amqp::connection::AmqpError;
 use crate::amqp::topology::Topology;

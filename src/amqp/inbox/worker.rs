@@ -1,7 +1,7 @@
 //! The deliveries the consumer takes together (a batch, docs/messaging.md "Batched consumer
 //! commits"; one delivery when `AMQP_BATCH_SIZE` is 1): each is parsed, its event made a
 //! [`Request`] — the same command the REST API runs — and all of them applied in one transaction
-//! ([`App::apply_batch`]); [`decide`] says what becomes of each, and the [`Settler`] settles them
+//! ([`App::apply_batch`]); [`disposition_of`] says what becomes of each, and the [`Settler`] settles them
 //! — acknowledged only after the commit, and after any replacement (a retry or a dead letter) is
 //! confirmed. Messages that must wait (Postgres unavailable, a lock held elsewhere) stay
 //! unacknowledged and are tried again, together, after a backoff, while the others are settled.
@@ -13,8 +13,8 @@ use std::time::Duration;
 use lapin::message::Delivery;
 use tokio_util::sync::CancellationToken;
 
-use super::decision::{Disposition, decide};
 use super::delivery::Message;
+use super::disposition::{Disposition, disposition_of};
 use super::settlement::{Settlement, Settler};
 use crate::amqp::connection::Backoff;
 use crate::amqp::inbound::{Envelope, InboundEvent};
@@ -150,7 +150,7 @@ fn cause(envelope: &Envelope) -> Cause {
 /// Postgres is unavailable nothing of them committed, and every one waits.
 async fn dispositions(app: &App, items: &[Item], lock_wait: Duration) -> Vec<Disposition> {
     match app.apply_batch(items, lock_wait).await {
-        Ok(results) => results.iter().map(decide).collect(),
+        Ok(results) => results.iter().map(disposition_of).collect(),
         Err(error) => {
             let reason = error_chain(&error);
             let wait = || Disposition::Wait {
@@ -175,5 +175,7 @@ pub async fn apply(app: &App, envelope: &Envelope, trace: &TraceContext) -> Disp
     dispositions(app, std::slice::from_ref(&item), Duration::ZERO)
         .await
         .pop()
-        .unwrap_or_else(|| decide::<()>(&Err(AppError::Invariant("a batch of one has one result"))))
+        .unwrap_or_else(|| {
+            disposition_of::<()>(&Err(AppError::Invariant("a batch of one has one result")))
+        })
 }

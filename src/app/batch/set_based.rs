@@ -84,20 +84,20 @@ async fn round(
         remaining.iter().map(|&i| commands[i].reads()).collect();
     let snapshots = order_batches::read_many(tx, &asked).await?;
     let mut state = InBatch::default();
-    let mut decisions = Vec::with_capacity(remaining.len());
+    let mut verdicts = Vec::with_capacity(remaining.len());
     for ((&i, found), (order_id, transfer_id)) in remaining.iter().zip(snapshots).zip(&asked) {
         let (found, depends_on) = state.as_batch_leaves(found, *order_id, *transfer_id);
         let at = state.time_of_change(*order_id, found.read_at);
-        let decision = items[i].span.in_scope(|| decide(&commands[i], found, at));
-        if let Ok(Decision::Write(prepared)) = &decision {
+        let verdict = items[i].span.in_scope(|| decide(&commands[i], found, at));
+        if let Ok(ItemVerdict::Write(prepared)) = &verdict {
             state.record(prepared, &items[i]);
         }
-        decisions.push((i, decision, depends_on));
+        verdicts.push((i, verdict, depends_on));
     }
-    let writes: Vec<_> = decisions
+    let writes: Vec<_> = verdicts
         .iter()
-        .filter_map(|(i, decision, _)| match decision {
-            Ok(Decision::Write(prepared)) => Some(prepared.write(&items[*i].cause)),
+        .filter_map(|(i, verdict, _)| match verdict {
+            Ok(ItemVerdict::Write(prepared)) => Some(prepared.write(&items[*i].cause)),
             _ => None,
         })
         .collect();
@@ -108,20 +108,22 @@ async fn round(
     };
     drop(writes);
     let mut again = Vec::new();
-    for (i, decision, depends_on) in decisions {
+    for (i, verdict, depends_on) in verdicts {
         if depends_on.iter().any(|order| !written.contains(order)) {
             again.push(i);
             continue;
         }
-        let stepped = match decision {
-            Ok(Decision::Write(prepared)) => {
+        let stepped = match verdict {
+            Ok(ItemVerdict::Write(prepared)) => {
                 if !written.contains(&prepared.change.next.id) {
                     again.push(i);
                     continue;
                 }
                 prepared.applied(&items[i].cause)
             }
-            Ok(Decision::Unchanged(value)) => Ok(Step::Unchanged(Outcome::AlreadyApplied(value))),
+            Ok(ItemVerdict::Unchanged(value)) => {
+                Ok(Step::Unchanged(Outcome::AlreadyApplied(value)))
+            }
             Err(error) => Err(error),
         };
         ended[i] = Some(Ended::Settled(Box::new(stepped)));
@@ -129,8 +131,11 @@ async fn round(
     Ok(again)
 }
 
-/// What the domain decided for one item.
-enum Decision<'a> {
+/// What one item of the batch writes, as the domain decided it on the state the items before it
+/// leave: nothing (its change is already there, answered as [`Decided::AlreadyApplied`] is), or
+/// its change, stamped with its time in the batch. Not the domain's `Decision` (on an order as
+/// read) nor the command's `Decided` (not yet stamped).
+enum ItemVerdict<'a> {
     Unchanged(Effect),
     Write(Prepared<'a>),
 }
@@ -140,10 +145,10 @@ fn decide<'a>(
     command: &'a Requested<'_>,
     found: Snapshot,
     at: DateTime<Utc>,
-) -> Result<Decision<'a>, AppError> {
+) -> Result<ItemVerdict<'a>, AppError> {
     Ok(match command.decide(found)? {
-        Decided::AlreadyApplied(value) => Decision::Unchanged(value),
-        Decided::Write(change) => Decision::Write(Prepared::new(*change, at)?),
+        Decided::AlreadyApplied(value) => ItemVerdict::Unchanged(value),
+        Decided::Write(change) => ItemVerdict::Write(Prepared::new(*change, at)?),
     })
 }
 

@@ -12,7 +12,7 @@ use sqlx::PgConnection;
 use super::{BulkReplay, DeadLetterDetails, DeadLetterFilter, details};
 use crate::app::runner::{Command, Step, Written};
 use crate::app::{App, AppError, Outcome};
-use crate::app::{deadline, keys};
+use crate::app::{deadline, key_replay};
 use crate::domain::{
     BoundedText, Cause, DeadLetterAction, DeadLetterId, DeadLetterStatus, KeyScope,
     MAX_BULK_REPLAY, ReplayRoutes,
@@ -145,7 +145,7 @@ impl Command for ActOnOne<'_> {
         prior: &KeyHolder,
         _: Self::State,
     ) -> Result<DeadLetterDetails, AppError> {
-        let id = keys::action(prior)?
+        let id = key_replay::action(prior)?
             .dead_letter_ids
             .first()
             .copied()
@@ -207,7 +207,7 @@ impl Command for ReplayMatching<'_> {
         (): (),
     ) -> Result<BulkReplay, AppError> {
         Ok(BulkReplay {
-            replayed: keys::action(prior)?.dead_letter_ids.len() as u64,
+            replayed: key_replay::action(prior)?.dead_letter_ids.len() as u64,
             skipped: self.skipped(conn).await?,
         })
     }

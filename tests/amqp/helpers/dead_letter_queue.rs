@@ -1,8 +1,6 @@
 //! Dead letters: those in the test's dead-letter queue (taken, acknowledged, with the reason
 //! the service gave), and those the parker stored (their rows), with waits for either.
 
-use std::time::Duration;
-
 use lapin::types::{AMQPValue, FieldTable};
 use serde_json::Value;
 use uuid::Uuid;
@@ -44,17 +42,16 @@ impl Harness {
 
     /// Waits until `n` dead letters arrived, and returns them.
     pub async fn wait_for_dead_letters(&self, n: usize) -> Vec<DeadLetter> {
-        let start = std::time::Instant::now();
-        let mut letters = vec![];
-        while letters.len() < n {
-            assert!(
-                start.elapsed() < WAIT,
-                "gave up waiting for {n} dead letters"
-            );
-            letters.extend(self.take_dead_letters().await);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        letters
+        // Each look takes what arrived since the last one; they add up here.
+        let letters = std::sync::Mutex::new(vec![]);
+        eventually(&format!("{n} dead letters"), WAIT, || async {
+            let arrived = self.take_dead_letters().await;
+            let mut letters = letters.lock().expect("the letters taken so far");
+            letters.extend(arrived);
+            (letters.len() >= n).then_some(())
+        })
+        .await;
+        letters.into_inner().expect("the letters taken")
     }
 
     /// The parked dead letters, oldest first.

@@ -6,7 +6,7 @@ use axum::http::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use order_service::http::MAX_PAGE;
+use order_service::app::MAX_PAGE;
 
 use super::bodies::get_request;
 use super::{TestApp, TestResponse, payment_body, refund_body, shipment_body, unique_key};

@@ -5,16 +5,17 @@
 //! and its bounds are here once, for every listing and the command line. A token is checked fully
 //! here: one that decodes to an instant Postgres cannot store would otherwise reach the query and
 //! fail there (a 500 instead of a 400).
+//!
+//! Both the REST listings and the `dead-letters` command line page with these tokens, so they
+//! live here rather than in either door: the REST door reads them from its query
+//! (`http/page_query.rs`) and answers a refusal with a 400.
 
 use std::fmt::Display;
 use std::str::FromStr;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use serde::Deserialize;
-use utoipa::IntoParams;
 
-use super::problem::Problem;
-use crate::app::{Cursor, EventsAfter, HistoryAfter, LedgerAfter, PageAfter};
+use super::{Cursor, EventsAfter, HistoryAfter, LedgerAfter};
 use crate::domain::Version;
 
 /// The largest page a listing serves.
@@ -29,51 +30,34 @@ pub trait Token: Sized {
     fn from_token(token: &str) -> Option<Self>;
 }
 
+/// Why a page cannot be served as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PageRefused {
+    #[error("limit must be between 1 and {MAX_PAGE}")]
+    Limit,
+    #[error("after is not a cursor of this listing")]
+    After,
+}
+
 /// A listing's page size (default [`DEFAULT_PAGE`], 1–[`MAX_PAGE`]) and where it starts (the
-/// `after` token), or the 400 for either.
+/// `after` token), or why either is refused.
 pub fn page<T: Token>(
     limit: Option<u16>,
     after: Option<&str>,
-) -> Result<(u16, Option<T>), Problem> {
+) -> Result<(u16, Option<T>), PageRefused> {
     let limit = limit.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(Problem::bad_request(
-            "invalid-query",
-            format!("limit must be between 1 and {MAX_PAGE}"),
-        ));
+        return Err(PageRefused::Limit);
     }
     let after = after
-        .map(|token| T::from_token(token).ok_or(()))
-        .transpose()
-        .map_err(|()| {
-            Problem::bad_request("invalid-cursor", "after is not a cursor of this listing")
-        })?;
+        .map(|token| T::from_token(token).ok_or(PageRefused::After))
+        .transpose()?;
     Ok((limit, after))
 }
 
 /// The `next` token of a page's last item.
 pub fn encode<T: Token>(key: &T) -> String {
     key.to_token()
-}
-
-/// The query of a page of an order's records: `GET /v1/orders/{id}/history`, `…/payments`,
-/// `…/events`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct PageParams {
-    /// Page size, 1–100 (default 20).
-    #[param(minimum = 1, maximum = 100)]
-    limit: Option<u16>,
-    /// The `next` cursor of the previous page.
-    after: Option<String>,
-}
-
-impl PageParams {
-    /// The page asked for, or the 400 for its `limit` or `after`.
-    pub fn page<T: Token>(&self) -> Result<PageAfter<T>, Problem> {
-        let (limit, after) = page(self.limit, self.after.as_deref())?;
-        Ok(PageAfter { limit, after })
-    }
 }
 
 impl<Id: Display + FromStr> Token for Cursor<Id> {
@@ -86,7 +70,7 @@ impl<Id: Display + FromStr> Token for Cursor<Id> {
     }
 }
 
-pub fn decode<Id: FromStr>(token: &str) -> Result<Cursor<Id>, ()> {
+fn decode<Id: FromStr>(token: &str) -> Result<Cursor<Id>, ()> {
     let bytes = hex::decode(token).map_err(|_| ())?;
     let text = String::from_utf8(bytes).map_err(|_| ())?;
     let (micros, id) = text.split_once('.').ok_or(())?;
@@ -217,19 +201,17 @@ mod tests {
     }
 
     #[test]
-    fn the_documented_page_bounds_are_the_constants() {
-        let params = PageParams::into_params(|| None);
-        let schema = |name: &str| {
-            let param = params.iter().find(|p| p.name == name).unwrap();
-            serde_json::to_value(param).unwrap()
-        };
-        let limit = schema("limit");
-        assert_eq!(limit["schema"]["minimum"], 1, "{limit}");
-        assert_eq!(limit["schema"]["maximum"], MAX_PAGE, "{limit}");
-        let described = limit["description"].as_str().unwrap();
-        assert!(
-            described.contains(&format!("1–{MAX_PAGE} (default {DEFAULT_PAGE})")),
-            "{described}"
+    fn a_limit_out_of_bounds_or_another_listings_token_is_refused() {
+        assert_eq!(page::<HistoryAfter>(None, None), Ok((DEFAULT_PAGE, None)));
+        assert_eq!(page::<HistoryAfter>(Some(0), None), Err(PageRefused::Limit));
+        assert_eq!(
+            page::<HistoryAfter>(Some(MAX_PAGE + 1), None),
+            Err(PageRefused::Limit)
+        );
+        let events = EventsAfter(7).to_token();
+        assert_eq!(
+            page::<HistoryAfter>(Some(1), Some(&events)),
+            Err(PageRefused::After)
         );
     }
 

@@ -21,7 +21,7 @@ pub enum Disposition {
     Wait { reason: String },
 }
 
-pub fn decide<T>(result: &Result<Outcome<T>, AppError>) -> Disposition {
+pub fn disposition_of<T>(result: &Result<Outcome<T>, AppError>) -> Disposition {
     let dead = |reason: String| Disposition::DeadLetter {
         reason: ReasonClass::Conflict.reason(&reason),
     };
@@ -80,11 +80,11 @@ mod tests {
     #[test]
     fn applied_and_already_applied_are_acknowledged() {
         assert!(matches!(
-            decide(&Ok(Outcome::Applied(()))),
+            disposition_of(&Ok(Outcome::Applied(()))),
             Disposition::Ack { .. }
         ));
         assert!(matches!(
-            decide(&Ok(Outcome::AlreadyApplied(()))),
+            disposition_of(&Ok(Outcome::AlreadyApplied(()))),
             Disposition::Ack { .. }
         ));
     }
@@ -102,8 +102,8 @@ mod tests {
     #[test]
     fn premature_messages_are_retried() {
         for premature in [
-            decide::<()>(&Err(AppError::NotFound(OrderId::generate()))),
-            decide(&refused(DomainError::InvalidTransition {
+            disposition_of::<()>(&Err(AppError::NotFound(OrderId::generate()))),
+            disposition_of(&refused(DomainError::InvalidTransition {
                 from: OrderStatus::PendingPayment,
                 to: OrderStatus::Shipped,
             })),
@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn unexpected_failures_are_retried_as_such() {
-        let unexpected = decide::<()>(&Err(AppError::Invariant("broken")));
+        let unexpected = disposition_of::<()>(&Err(AppError::Invariant("broken")));
         assert!(matches!(unexpected, Disposition::Retry { .. }));
         assert_eq!(class(&unexpected), ReasonClass::Unexpected);
     }
@@ -141,7 +141,7 @@ mod tests {
                 transfer: usd,
             },
         ] {
-            let disposition = decide(&refused(reason.clone()));
+            let disposition = disposition_of(&refused(reason.clone()));
             assert!(
                 matches!(disposition, Disposition::DeadLetter { .. }),
                 "{reason}"
@@ -153,13 +153,13 @@ mod tests {
     #[test]
     fn an_unavailable_database_keeps_the_message_in_place() {
         assert!(matches!(
-            decide::<()>(&Err(AppError::Unavailable(StoreError::Unavailable(
+            disposition_of::<()>(&Err(AppError::Unavailable(StoreError::Unavailable(
                 sqlx::Error::PoolTimedOut
             )))),
             Disposition::Wait { .. }
         ));
         assert!(matches!(
-            decide::<()>(&Err(AppError::Busy)),
+            disposition_of::<()>(&Err(AppError::Busy)),
             Disposition::Wait { .. }
         ));
     }

@@ -1,6 +1,8 @@
 //! The fingerprint of a mutating request: SHA-256 over its method, path and canonical JSON body.
 //! A retry that differs only in key order or whitespace is the same request; one with another
-//! body, endpoint or order is not.
+//! body, endpoint or order is not. Both doors that take Idempotency-Keys compute it: the REST API
+//! over the request it received, the `dead-letters` command line over the REST request an action
+//! stands for, so that a retry answers alike through either.
 
 use sha2::{Digest, Sha256};
 

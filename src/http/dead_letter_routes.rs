@@ -8,7 +8,6 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::cursor;
 use super::dead_letter_requests::{ActionRequest, BulkReplayRequest, DeadLetterListParams};
 use super::extract::{Caller, IdPath, ListQuery, Mutation};
 use super::openapi_parts::{
@@ -21,6 +20,7 @@ use crate::app::dead_letters::DeadLetterPageRequest;
 use crate::app::dead_letters::dead_letter_views::{
     BulkReplayView, DeadLetterList, DeadLetterSummaryView, DeadLetterView,
 };
+use crate::app::page_tokens;
 use crate::app::views::SourceView;
 use crate::domain::{ClientId, DeadLetterAction, DeadLetterId};
 
@@ -53,7 +53,7 @@ pub async fn list_dead_letters(
     State(state): State<ApiState>,
     ListQuery(params): ListQuery<DeadLetterListParams>,
 ) -> Result<axum::Json<DeadLetterList>, Problem> {
-    let (limit, after) = cursor::page(params.limit, params.after.as_deref())?;
+    let (limit, after) = page_tokens::page(params.limit, params.after.as_deref())?;
     let page = state
         .app
         .dead_letters(DeadLetterPageRequest {
@@ -64,7 +64,7 @@ pub async fn list_dead_letters(
         .await?;
     Ok(axum::Json(DeadLetterList {
         items: page.items.iter().map(DeadLetterView::from).collect(),
-        next: page.next.map(|c| cursor::encode(&c)),
+        next: page.next.map(|c| page_tokens::encode(&c)),
     }))
 }
 
