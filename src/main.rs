@@ -97,7 +97,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::DeadLetters(args) => {
-            order_service::cli::dead_letters::run(args, &cli.config).await
+            order_service::cli::dead_letters_command::run(args, &cli.config).await
         }
         Command::Outbox(args) => order_service::cli::outbox::run(args, &cli.config).await,
         Command::Migrate => {

@@ -4,10 +4,10 @@
 //! (docs/operations/upgrading.md "Upgrading: the outbox as a log"). Output is for people (tables) or, with
 //! `--json`, the REST API's shapes for scripts.
 
-pub mod dead_letters;
+pub mod dead_letters_command;
 pub mod outbox;
 mod output;
 mod table;
 
-pub use dead_letters::DeadLettersArgs;
+pub use dead_letters_command::DeadLettersArgs;
 pub use outbox::OutboxArgs;
