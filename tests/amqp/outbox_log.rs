@@ -3,7 +3,7 @@
 //! relay's own transaction id, a database restored where transaction ids are lower, and the read's
 //! plan on a large table.
 
-use order_service::config::DEFAULT_LOCK_TIMEOUT;
+use order_service::config::{DEFAULT_LOCK_TIMEOUT, RelayConfig};
 use order_service::domain::{Decision, EventType, Shipment, Version};
 use order_service::store::StoreError;
 use order_service::store::order_changes::{self, OrderWrite};
@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use order_service_testkit::TestDb;
 
-use crate::helpers::Harness;
+use crate::helpers::{Harness, relay_config};
 use crate::relay::{batch, cause, ids, pay, place};
 
 /// The order's versions in the order the relay reads them.
@@ -278,4 +278,31 @@ async fn marking_for_the_previous_release_stops_and_starts_with_what_the_cursor_
         "{started}"
     );
     assert_eq!(marked().await, 2);
+}
+
+#[tokio::test]
+async fn an_event_held_behind_the_horizon_is_published_soon_after_without_another_wake_up() {
+    let mut h = Harness::start().await;
+    let queue = h.subscribe().await;
+    let other = TestDb::create(DEFAULT_LOCK_TIMEOUT).await;
+    let mut holder = other.pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_current_xact_id()")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let order = place(&h.app, 100).await;
+    assert_eq!(outbox::backlog(&h.db.pool).await.unwrap().behind_horizon, 1);
+
+    // Polling once an hour: only the relay's own looks again can publish within the wait. Its
+    // first look finds the event behind the horizon.
+    let hourly = RelayConfig {
+        poll_ms: 3_600_000,
+        ..relay_config()
+    };
+    h.spawn_relay(order_service_testkit::AMQP_URL, hourly);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await; // the holder stays a while
+    holder.rollback().await.unwrap();
+
+    let published = h.receive(&queue, 1).await;
+    assert_eq!(published[0].body["data"]["id"], order.as_uuid().to_string());
 }
