@@ -58,7 +58,10 @@ impl Protocol {
             ended: vec![None; copies.len()],
             copies,
             xid: None,
-            stage: Stage::SetRead { round: 0, remaining },
+            stage: Stage::SetRead {
+                round: 0,
+                remaining,
+            },
         });
         note
     }
@@ -72,7 +75,9 @@ impl Protocol {
             Stage::SetRead { round, remaining } => {
                 self.set_read(s, worker, &mut batch, round, &remaining)
             }
-            Stage::OneByOne { order, at, lost, .. } => {
+            Stage::OneByOne {
+                order, at, lost, ..
+            } => {
                 let item = order[usize::from(at)];
                 let command = self.item_command(&batch, item);
                 let found = s.db.order(command.order(), Some(worker));
@@ -181,9 +186,9 @@ impl Protocol {
     /// The change(s) the batch's next write step writes, and their order.
     pub(crate) fn next_write(&self, batch: &Batch) -> Option<(OrderId, Vec<Change>)> {
         match &batch.stage {
-            Stage::SetWrite { writes, at, .. } => writes.get(usize::from(*at)).map(|w| {
-                (w.order, w.changes.iter().map(|(_, c)| c.clone()).collect())
-            }),
+            Stage::SetWrite { writes, at, .. } => writes
+                .get(usize::from(*at))
+                .map(|w| (w.order, w.changes.iter().map(|(_, c)| c.clone()).collect())),
             Stage::OneByOne {
                 order,
                 at,
@@ -217,7 +222,15 @@ impl Protocol {
             s.db.next_xid += 1;
             s.db.next_xid - 1
         });
-        let done = write_order(&mut s.db, self.variant, Some(worker), xid, order, &changes, None);
+        let done = write_order(
+            &mut s.db,
+            self.variant,
+            Some(worker),
+            xid,
+            order,
+            &changes,
+            None,
+        );
         let name = char::from(b'A' + order);
         let note = format!("W{worker} (xid {xid}) writes order {name}: {done:?}");
         match (&mut batch.stage, done) {
@@ -432,10 +445,9 @@ fn next_item(order: Vec<u8>, at: u8) -> Stage {
 
 fn short(decided: &Decided) -> String {
     match decided {
-        Decided::Write(change) => format!(
-            "write v{} {:?}",
-            change.next.version, change.next.status
-        ),
+        Decided::Write(change) => {
+            format!("write v{} {:?}", change.next.version, change.next.status)
+        }
         other => format!("{other:?}"),
     }
 }

@@ -133,7 +133,9 @@ pub fn decide(command: Command, order: Option<Order>, entry: Option<OrderId>) ->
         },
         Command::Ship(_) => match order.map(|o| (o.status, o)) {
             None => Decided::NotFound,
-            Some((Status::Paid, order)) => Decided::Write(moved(order, Status::Shipped, vec![Event::Shipped])),
+            Some((Status::Paid, order)) => {
+                Decided::Write(moved(order, Status::Shipped, vec![Event::Shipped]))
+            }
             Some((Status::Shipped, _)) => Decided::AlreadyApplied,
             // PENDING_PAYMENT → SHIPPED: its payment may still be on its way.
             Some((Status::PendingPayment, _)) => Decided::Refused { later: true },
@@ -161,7 +163,11 @@ pub fn decide(command: Command, order: Option<Order>, entry: Option<OrderId>) ->
 fn pay(order: Order, transfer: TransferId) -> Change {
     let paid = order.paid + 1;
     let completes = order.status == Status::PendingPayment && paid >= AMOUNT;
-    let status = if completes { Status::Paid } else { order.status };
+    let status = if completes {
+        Status::Paid
+    } else {
+        order.status
+    };
     let due = match status {
         Status::Cancelled => paid,
         Status::PendingPayment | Status::Paid | Status::Shipped => paid.saturating_sub(AMOUNT),

@@ -45,21 +45,31 @@ pub fn acknowledged_write_kept(m: &Protocol, s: &State) -> bool {
                 Command::Cancel(order) => status(order) == Some(Status::Cancelled),
             }
     });
-    let answered_kept = m.rest.iter().zip(&s.rest).all(|(request, rest)| {
-        match (request, rest) {
+    let answered_kept = m
+        .rest
+        .iter()
+        .zip(&s.rest)
+        .all(|(request, rest)| match (request, rest) {
             (RestRequest::Cancel(order), Rest::Done(Answer::Applied)) => {
                 status(*order) == Some(Status::Cancelled)
             }
             _ => true,
-        }
-    });
+        });
     let orders_agree = db.orders.iter().enumerate().all(|(order, slot)| {
         let Some(row) = slot.committed else {
             return true;
         };
         let order = order as u8;
-        let paid = db.ledger.iter().filter(|r| r.writer.is_none() && r.order == order).count();
-        let versions = db.history.iter().filter(|r| r.writer.is_none() && r.order == order).count();
+        let paid = db
+            .ledger
+            .iter()
+            .filter(|r| r.writer.is_none() && r.order == order)
+            .count();
+        let versions = db
+            .history
+            .iter()
+            .filter(|r| r.writer.is_none() && r.order == order)
+            .count();
         usize::from(row.paid) == paid && usize::from(row.version) == versions
     });
     acked_kept && answered_kept && orders_agree
@@ -67,8 +77,7 @@ pub fn acknowledged_write_kept(m: &Protocol, s: &State) -> bool {
 
 /// Invariant 4's "every outbox event is published at least once".
 pub fn every_change_published(s: &State) -> bool {
-    s.db
-        .outbox
+    s.db.outbox
         .iter()
         .all(|row| row.writer.is_some() || s.published[usize::from(row.id)] > 0)
 }
@@ -77,7 +86,11 @@ pub fn every_change_published(s: &State) -> bool {
 /// took effect.
 pub fn key_is_one_request(s: &State) -> bool {
     let rows = s.db.history.iter().filter(|r| r.key_of.is_some()).count() + s.db.key_actions.len();
-    let applied = s.rest.iter().filter(|r| **r == Rest::Done(Answer::Applied)).count();
+    let applied = s
+        .rest
+        .iter()
+        .filter(|r| **r == Rest::Done(Answer::Applied))
+        .count();
     rows <= 1 && applied <= 1
 }
 

@@ -5,7 +5,9 @@
 use stateright::{Model, Property};
 
 use crate::domain::{Command, Event, Order, OrderId, Status};
-use crate::state::{Answer, Copy, Db, HistoryRow, OrderSlot, OutboxRow, Relay, Rest, Stage, State, Txn};
+use crate::state::{
+    Answer, Copy, Db, HistoryRow, OrderSlot, OutboxRow, Relay, Rest, Stage, State, Txn,
+};
 
 /// Which protocol is checked: the service's, or one deliberately broken in one place, to show
 /// that the invariant guarding that place catches it.
@@ -30,7 +32,10 @@ pub enum Variant {
 
 impl Variant {
     pub fn version_guard(self) -> bool {
-        !matches!(self, Variant::NoVersionGuard | Variant::UpdateGuardOnlyDropped)
+        !matches!(
+            self,
+            Variant::NoVersionGuard | Variant::UpdateGuardOnlyDropped
+        )
     }
     pub fn history_version_unique(self) -> bool {
         self != Variant::NoVersionGuard
@@ -91,9 +96,18 @@ impl Protocol {
             variant,
             placed: vec![true, true],
             messages: vec![
-                Command::Pay { order: 0, transfer: 0 },
-                Command::Pay { order: 1, transfer: 1 },
-                Command::Pay { order: 1, transfer: 0 },
+                Command::Pay {
+                    order: 0,
+                    transfer: 0,
+                },
+                Command::Pay {
+                    order: 1,
+                    transfer: 1,
+                },
+                Command::Pay {
+                    order: 1,
+                    transfer: 0,
+                },
             ],
             copies: vec![2, 1, 1],
             rest: vec![RestRequest::Cancel(1), RestRequest::ReplayDeadLetter(2)],
@@ -115,9 +129,15 @@ impl Protocol {
             variant,
             placed: vec![true, false],
             messages: vec![
-                Command::Pay { order: 0, transfer: 0 },
+                Command::Pay {
+                    order: 0,
+                    transfer: 0,
+                },
                 Command::Ship(0),
-                Command::Pay { order: 1, transfer: 1 },
+                Command::Pay {
+                    order: 1,
+                    transfer: 1,
+                },
                 Command::Place(1),
             ],
             copies: vec![1, 1, 1, 1],
@@ -191,16 +211,31 @@ impl Protocol {
 /// One step of one actor.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
-    Take { worker: Txn, copies: Vec<Copy> },
-    Read { worker: Txn },
-    Write { worker: Txn },
-    GiveUp { worker: Txn },
+    Take {
+        worker: Txn,
+        copies: Vec<Copy>,
+    },
+    Read {
+        worker: Txn,
+    },
+    Write {
+        worker: Txn,
+    },
+    GiveUp {
+        worker: Txn,
+    },
     /// The commit, then the settlement (replacements confirmed, then acks).
-    Commit { worker: Txn },
+    Commit {
+        worker: Txn,
+    },
     /// The commit, then the worker dies before settling: its deliveries come back.
-    CommitAndCrash { worker: Txn },
+    CommitAndCrash {
+        worker: Txn,
+    },
     /// The worker dies before its commit: its transaction is rolled back.
-    Crash { worker: Txn },
+    Crash {
+        worker: Txn,
+    },
     RestRead(u8),
     RestWrite(u8),
     /// The relay reads, publishes with confirms and commits its cursor.
@@ -340,7 +375,9 @@ impl Model for Protocol {
 
     fn properties(&self) -> Vec<Property<Self>> {
         vec![
-            Property::always(EFFECT_AT_MOST_ONCE, |_, s| crate::invariants::effect_at_most_once(s)),
+            Property::always(EFFECT_AT_MOST_ONCE, |_, s| {
+                crate::invariants::effect_at_most_once(s)
+            }),
             Property::always(ACKNOWLEDGED_WRITE_KEPT, |m, s| {
                 crate::invariants::acknowledged_write_kept(m, s)
             }),
@@ -348,23 +385,38 @@ impl Model for Protocol {
                 !m.quiescent(s) || crate::invariants::every_change_published(s)
             }),
             Property::always(PUBLISHED_IN_VERSION_ORDER, |_, s: &State| !s.out_of_order),
-            Property::always(KEY_IS_ONE_REQUEST, |_, s| crate::invariants::key_is_one_request(s)),
+            Property::always(KEY_IS_ONE_REQUEST, |_, s| {
+                crate::invariants::key_is_one_request(s)
+            }),
             // Examples the run must reach, or the model would pass by never getting there.
             Property::sometimes(REACHES_LOST_ROUND, |_, s: &State| {
-                s.workers.iter().flatten().any(|b| matches!(b.stage, Stage::SetRead { round: 1.., .. }))
+                s.workers
+                    .iter()
+                    .flatten()
+                    .any(|b| matches!(b.stage, Stage::SetRead { round: 1.., .. }))
             }),
             Property::sometimes(REACHES_FALLBACK, |_, s: &State| {
-                s.workers.iter().flatten().any(|b| matches!(b.stage, Stage::OneByOne { .. }))
+                s.workers
+                    .iter()
+                    .flatten()
+                    .any(|b| matches!(b.stage, Stage::OneByOne { .. }))
             }),
             Property::sometimes(REACHES_PARKING_AND_REPLAY, |_, s: &State| {
-                s.db.dead_letters.iter().any(|d| *d == crate::state::DeadLetter::Replayed)
+                s.db.dead_letters
+                    .contains(&crate::state::DeadLetter::Replayed)
             }),
-            Property::sometimes(REACHES_PREMATURE_RETRY, |_, s: &State| s.queue.iter().any(|c| c.attempt > 0)),
-            Property::sometimes(REACHES_REPUBLICATION, |_, s: &State| s.published.iter().any(|&n| n > 1)),
+            Property::sometimes(REACHES_PREMATURE_RETRY, |_, s: &State| {
+                s.queue.iter().any(|c| c.attempt > 0)
+            }),
+            Property::sometimes(REACHES_REPUBLICATION, |_, s: &State| {
+                s.published.iter().any(|&n| n > 1)
+            }),
             Property::sometimes(REACHES_KEY_REUSE, |_, s: &State| {
-                s.rest.iter().any(|r| *r == Rest::Done(Answer::KeyReused))
+                s.rest.contains(&Rest::Done(Answer::KeyReused))
             }),
-            Property::sometimes(REACHES_LATE_POSITION, |_, s| crate::invariants::later_version_older_xid(s)),
+            Property::sometimes(REACHES_LATE_POSITION, |_, s| {
+                crate::invariants::later_version_older_xid(s)
+            }),
         ]
     }
 }

@@ -11,13 +11,12 @@ impl Protocol {
     /// The rows the relay reads now, in the order it publishes them.
     pub(crate) fn readable<'s>(&self, s: &'s State) -> Vec<&'s OutboxRow> {
         let xmin = s.xmin();
-        let mut rows: Vec<&OutboxRow> = s
-            .db
-            .outbox
-            .iter()
-            .filter(|row| row.writer.is_none() && (row.pos, row.id) > s.relay.cursor)
-            .filter(|row| self.variant.ignores_horizon() || row.pos < xmin)
-            .collect();
+        let mut rows: Vec<&OutboxRow> =
+            s.db.outbox
+                .iter()
+                .filter(|row| row.writer.is_none() && (row.pos, row.id) > s.relay.cursor)
+                .filter(|row| self.variant.ignores_horizon() || row.pos < xmin)
+                .collect();
         rows.sort_by_key(|row| (row.pos, row.id));
         rows
     }
@@ -52,7 +51,10 @@ impl Protocol {
                     row.pos,
                     row.id
                 ),
-                None => format!("replay of m{:?} (pos {}, id {})", row.message, row.pos, row.id),
+                None => format!(
+                    "replay of m{:?} (pos {}, id {})",
+                    row.message, row.pos, row.id
+                ),
             });
         }
         s.queue.sort();

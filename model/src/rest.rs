@@ -36,17 +36,28 @@ impl Protocol {
                 }
             }
         };
-        let note = format!("REST r{request} {:?} reads: {next:?}", self.rest[usize::from(request)]);
+        let note = format!(
+            "REST r{request} {:?} reads: {next:?}",
+            self.rest[usize::from(request)]
+        );
         s.rest[usize::from(request)] = next;
         note
     }
 
     /// Whether the request's write waits for a consumer's transaction.
     pub(crate) fn rest_blocked(&self, s: &State, request: u8) -> bool {
-        match (&s.rest[usize::from(request)], self.rest[usize::from(request)]) {
-            (Rest::Write(Some(change)), RestRequest::Cancel(order)) => {
-                blocker(&s.db, self.variant, order, std::slice::from_ref(change), None).is_some()
-            }
+        match (
+            &s.rest[usize::from(request)],
+            self.rest[usize::from(request)],
+        ) {
+            (Rest::Write(Some(change)), RestRequest::Cancel(order)) => blocker(
+                &s.db,
+                self.variant,
+                order,
+                std::slice::from_ref(change),
+                None,
+            )
+            .is_some(),
             _ => false,
         }
     }
@@ -54,7 +65,10 @@ impl Protocol {
     pub(crate) fn rest_write(&self, s: &mut State, request: u8) -> String {
         let xid = s.db.next_xid;
         s.db.next_xid += 1;
-        let done = match (s.rest[usize::from(request)].clone(), self.rest[usize::from(request)]) {
+        let done = match (
+            s.rest[usize::from(request)].clone(),
+            self.rest[usize::from(request)],
+        ) {
             (Rest::Write(Some(change)), RestRequest::Cancel(order)) => write_order(
                 &mut s.db,
                 self.variant,

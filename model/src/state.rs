@@ -108,9 +108,18 @@ impl Db {
             }
         }
         let mine = Some(txn);
-        self.ledger.iter_mut().filter(|r| r.writer == mine).for_each(|r| r.writer = None);
-        self.history.iter_mut().filter(|r| r.writer == mine).for_each(|r| r.writer = None);
-        self.outbox.iter_mut().filter(|r| r.writer == mine).for_each(|r| r.writer = None);
+        self.ledger
+            .iter_mut()
+            .filter(|r| r.writer == mine)
+            .for_each(|r| r.writer = None);
+        self.history
+            .iter_mut()
+            .filter(|r| r.writer == mine)
+            .for_each(|r| r.writer = None);
+        self.outbox
+            .iter_mut()
+            .filter(|r| r.writer == mine)
+            .for_each(|r| r.writer = None);
         self.sort();
     }
 

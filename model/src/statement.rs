@@ -35,12 +35,15 @@ pub fn blocker(
     if !variant.ledger_unique() {
         return None;
     }
-    changes.iter().filter_map(|c| c.transfer).find_map(|transfer| {
-        db.ledger
-            .iter()
-            .find(|row| row.transfer == transfer && row.writer.is_some() && row.writer != me)
-            .and_then(|row| row.writer)
-    })
+    changes
+        .iter()
+        .filter_map(|c| c.transfer)
+        .find_map(|transfer| {
+            db.ledger
+                .iter()
+                .find(|row| row.transfer == transfer && row.writer.is_some() && row.writer != me)
+                .and_then(|row| row.writer)
+        })
 }
 
 /// Writes `changes` (one order's, in the order decided) as `writer` with transaction id `xid`;
@@ -133,18 +136,27 @@ fn refused_by_unique(
     for change in changes {
         if variant.ledger_unique()
             && let Some(transfer) = change.transfer
-            && db.ledger.iter().any(|row| row.transfer == transfer && visible(row.writer, writer))
+            && db
+                .ledger
+                .iter()
+                .any(|row| row.transfer == transfer && visible(row.writer, writer))
         {
             return Some("transfers_pkey");
         }
         let version = change.next.version;
         if variant.history_version_unique()
-            && db.history.iter().any(|r| seen(r) && r.order == order && r.version == version)
+            && db
+                .history
+                .iter()
+                .any(|r| seen(r) && r.order == order && r.version == version)
         {
             return Some("order_transitions_pkey");
         }
         if change.enters.is_some()
-            && db.history.iter().any(|r| seen(r) && r.order == order && r.enters == change.enters)
+            && db
+                .history
+                .iter()
+                .any(|r| seen(r) && r.order == order && r.enters == change.enters)
         {
             return Some("order_transitions_status_change_once");
         }

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 
 use order_service_model::{
-    ACKNOWLEDGED_WRITE_KEPT, EFFECT_AT_MOST_ONCE, INVARIANTS, KEY_IS_ONE_REQUEST, Protocol,
-    PUBLISHED_AT_LEAST_ONCE, PUBLISHED_IN_VERSION_ORDER, Variant, trace,
+    ACKNOWLEDGED_WRITE_KEPT, EFFECT_AT_MOST_ONCE, INVARIANTS, KEY_IS_ONE_REQUEST,
+    PUBLISHED_AT_LEAST_ONCE, PUBLISHED_IN_VERSION_ORDER, Protocol, Variant, trace,
 };
 use stateright::{Checker, HasDiscoveries, Model};
 
@@ -23,7 +23,10 @@ fn counterexample(variant: Variant, invariant: &'static str) -> String {
         .discovery(invariant)
         .unwrap_or_else(|| panic!("{variant:?} never breaks \"{invariant}\""));
     let trace = trace(&model, &path);
-    println!("{variant:?} breaks \"{invariant}\" ({} states):\n{trace}\n", checker.unique_state_count());
+    println!(
+        "{variant:?} breaks \"{invariant}\" ({} states):\n{trace}\n",
+        checker.unique_state_count()
+    );
     trace
 }
 
@@ -48,7 +51,10 @@ fn positions_by_transaction_id_alone_publish_a_later_version_first() {
 #[test]
 fn a_key_checked_per_table_lets_two_requests_take_effect() {
     let trace = counterexample(Variant::KeyPerTable, KEY_IS_ONE_REQUEST);
-    assert!(trace.contains("REST r0") && trace.contains("REST r1"), "{trace}");
+    assert!(
+        trace.contains("REST r0") && trace.contains("REST r1"),
+        "{trace}"
+    );
 }
 
 #[test]

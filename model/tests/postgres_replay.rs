@@ -98,22 +98,35 @@ async fn replay(url: &str, sql: &'static str) -> Vec<i64> {
 
     batch.execute("BEGIN").await.expect("begin");
     // Its first write, elsewhere, gives the batch's transaction its xid.
-    assert_eq!(write(&mut batch, sql, 2, "PAID", ("PENDING_PAYMENT", 1)).await, Some(2));
+    assert_eq!(
+        write(&mut batch, sql, 2, "PAID", ("PENDING_PAYMENT", 1)).await,
+        Some(2)
+    );
     let read_first = read(&mut batch, 1).await;
     assert_eq!(read_first, ("PENDING_PAYMENT".to_owned(), 1));
     // Meanwhile the REST request, in autocommit, cancels order 1 under a later xid.
-    assert_eq!(write(&mut rest, sql, 1, "CANCELLED", ("PENDING_PAYMENT", 1)).await, Some(2));
-    let rest_xid: i64 = sqlx::query_scalar("SELECT pos::text::bigint FROM outbox WHERE order_id = 1")
-        .fetch_one(&mut rest)
-        .await
-        .expect("the REST write's position");
+    assert_eq!(
+        write(&mut rest, sql, 1, "CANCELLED", ("PENDING_PAYMENT", 1)).await,
+        Some(2)
+    );
+    let rest_xid: i64 =
+        sqlx::query_scalar("SELECT pos::text::bigint FROM outbox WHERE order_id = 1")
+            .fetch_one(&mut rest)
+            .await
+            .expect("the REST write's position");
     let batch_xid = xid(&mut batch).await;
     assert!(batch_xid < rest_xid, "the batch took its xid first");
     // The batch's write of order 1 misses its guard; it reads again and writes version 3.
-    assert_eq!(write(&mut batch, sql, 1, "PAID", ("PENDING_PAYMENT", 1)).await, None);
+    assert_eq!(
+        write(&mut batch, sql, 1, "PAID", ("PENDING_PAYMENT", 1)).await,
+        None
+    );
     let (status, version) = read(&mut batch, 1).await;
     assert_eq!((status.as_str(), version), ("CANCELLED", 2));
-    assert_eq!(write(&mut batch, sql, 1, "CANCELLED", ("CANCELLED", 2)).await, Some(3));
+    assert_eq!(
+        write(&mut batch, sql, 1, "CANCELLED", ("CANCELLED", 2)).await,
+        Some(3)
+    );
     batch.execute("COMMIT").await.expect("commit");
 
     let published = sqlx::query_scalar(RELAY_READ)
@@ -137,7 +150,9 @@ async fn postgres_publishes_in_the_order_the_model_predicts_for_each_position_ru
         nanos.as_secs(),
         nanos.subsec_nanos() ^ std::process::id()
     );
-    let mut admin = PgConnection::connect(ADMIN_URL).await.expect("connect as admin");
+    let mut admin = PgConnection::connect(ADMIN_URL)
+        .await
+        .expect("connect as admin");
     admin
         .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
         .await
@@ -151,7 +166,9 @@ async fn postgres_publishes_in_the_order_the_model_predicts_for_each_position_ru
     })
     .await;
     admin
-        .execute(sqlx::AssertSqlSafe(format!("DROP DATABASE \"{name}\" WITH (FORCE)")))
+        .execute(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE \"{name}\" WITH (FORCE)"
+        )))
         .await
         .expect("drop the test database");
     let (by_greatest, by_own_xid) = match outcome {
@@ -160,5 +177,9 @@ async fn postgres_publishes_in_the_order_the_model_predicts_for_each_position_ru
     };
     println!("pos = greatest(…): {by_greatest:?}; pos = own xid: {by_own_xid:?}");
     assert_eq!(by_greatest, [2, 3], "greatest(…) publishes version order");
-    assert_eq!(by_own_xid, [3, 2], "own xid publishes v3 before v2, as the model predicts");
+    assert_eq!(
+        by_own_xid,
+        [3, 2],
+        "own xid publishes v3 before v2, as the model predicts"
+    );
 }
