@@ -1,22 +1,28 @@
 //! The shape of `src/` as docs/architecture.md draws it, read from the source: no module imports
 //! a sibling that imports it back (directly, at any level: `amqp::inbox` and `amqp::headers`,
 //! `app` and `store`), `domain` imports nothing else of the crate, and the components of `amqp/`
-//! (the inbox, the parking, the relay) never import one another. Only `crate::`, `super::` and
-//! `self::` paths outside `#[cfg(test)]` code count: a unit test may reach anywhere.
+//! (the inbox, the parking, the relay) never import one another. The bench (`bench/src/`) has
+//! no import circle of any length. Only `crate::`, `super::` and `self::` paths (and the first
+//! level of a `crate::{a, b}` group) outside `#[cfg(test)]` code count: a unit test may reach
+//! anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 type Module = Vec<String>;
 
-/// Every module of the library: its path from the crate root, and its source without tests.
-fn modules() -> BTreeMap<Module, String> {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The service's crate root.
+const SERVICE: &str = "src";
+
+/// Every module of the crate whose root is in `root` (`src`, `bench/src`): its path from the crate
+/// root, and its source without tests.
+fn modules(root: &str) -> BTreeMap<Module, String> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(root);
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let mut modules = BTreeMap::new();
     for file in files {
-        let relative = file.strip_prefix(&src).expect("under src/");
+        let relative = file.strip_prefix(&src).expect("under the root");
         let mut path: Module = relative
             .with_extension("")
             .components()
@@ -50,7 +56,8 @@ fn rust_files(folder: &Path, into: &mut Vec<PathBuf>) {
     }
 }
 
-/// The paths `code` names from the crate (`crate::a::b`, `super::c`, `self::d`), as written.
+/// The paths `code` names from the crate (`crate::a::b`, `super::c`, `self::d`), as written; a
+/// group (`crate::{a, b::c}`) names one path per item, read to its first nested group.
 fn named_paths(code: &str) -> Vec<Vec<&str>> {
     let mut paths = Vec::new();
     for (start, _) in code.match_indices(['c', 's']) {
@@ -65,16 +72,50 @@ fn named_paths(code: &str) -> Vec<Vec<&str>> {
         {
             continue;
         }
-        let path: Vec<&str> = rest
-            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-            .next()
-            .unwrap_or_default()
-            .split("::")
-            .filter(|part| !part.is_empty())
-            .collect();
-        paths.push(path);
+        let written = path_text(rest);
+        let path = parts(written);
+        match rest[written.len()..].strip_prefix('{') {
+            Some(group) if written.ends_with("::") => {
+                for item in group_items(group) {
+                    paths.push([path.clone(), parts(path_text(item.trim_start()))].concat());
+                }
+            }
+            _ => paths.push(path),
+        }
     }
     paths
+}
+
+/// The path at the start of `text`: names and `::`.
+fn path_text(text: &str) -> &str {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+        .next()
+        .unwrap_or_default()
+}
+
+fn parts(path: &str) -> Vec<&str> {
+    path.split("::").filter(|part| !part.is_empty()).collect()
+}
+
+/// The items of a group whose `{` is just before `group`, split at its own commas.
+fn group_items(group: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut from) = (Vec::new(), 0, 0);
+    for (at, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[from..at]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[from..at]);
+                from = at + 1;
+            }
+            _ => {}
+        }
+    }
+    items
 }
 
 /// The module `path`, named from `module`, is (or is inside): the longest known prefix.
@@ -104,10 +145,10 @@ fn target(module: &Module, path: &[&str], known: &BTreeMap<Module, String>) -> O
     (!resolved.is_empty()).then_some(resolved)
 }
 
-/// Sibling edges: `a → b` when something in `a` (or below it) names something in its sibling
-/// `b` (or below it), at the level where their paths part.
-fn sibling_edges() -> BTreeSet<(Module, Module)> {
-    let known = modules();
+/// Sibling edges of the crate in `root`: `a → b` when something in `a` (or below it) names
+/// something in its sibling `b` (or below it), at the level where their paths part.
+fn sibling_edges(root: &str) -> BTreeSet<(Module, Module)> {
+    let known = modules(root);
     let mut edges = BTreeSet::new();
     for (module, code) in &known {
         for path in named_paths(code) {
@@ -129,7 +170,7 @@ fn shown(module: &Module) -> String {
 
 #[test]
 fn no_module_imports_a_sibling_that_imports_it_back() {
-    let edges = sibling_edges();
+    let edges = sibling_edges(SERVICE);
     assert!(
         edges.len() > 50,
         "only {} edges: is the reader broken?",
@@ -149,7 +190,7 @@ fn no_module_imports_a_sibling_that_imports_it_back() {
 
 #[test]
 fn the_domain_imports_nothing_else_of_the_crate() {
-    let outward: Vec<String> = sibling_edges()
+    let outward: Vec<String> = sibling_edges(SERVICE)
         .into_iter()
         .filter(|(from, _)| from == &["domain"])
         .map(|(_, to)| shown(&to))
@@ -160,12 +201,42 @@ fn the_domain_imports_nothing_else_of_the_crate() {
 #[test]
 fn the_amqp_components_never_import_one_another() {
     let components = ["inbox", "parking", "relay"].map(|c| vec!["amqp".to_owned(), c.to_owned()]);
-    let crossing: Vec<String> = sibling_edges()
+    let crossing: Vec<String> = sibling_edges(SERVICE)
         .into_iter()
         .filter(|(from, to)| components.contains(from) && components.contains(to))
         .map(|(from, to)| format!("{} -> {}", shown(&from), shown(&to)))
         .collect();
     assert!(crossing.is_empty(), "{crossing:?}");
+}
+
+/// In the bench, what formats a report must never lead back to what measures it. Modules that
+/// import nothing left, or that nothing left imports, are taken away until none is: what stays
+/// is on a circle, or between two.
+#[test]
+fn the_bench_has_no_import_circle() {
+    let edges = sibling_edges("bench/src");
+    assert!(
+        edges.len() > 50,
+        "only {} edges: is the reader broken?",
+        edges.len()
+    );
+    let mut left: BTreeSet<&Module> = edges.iter().flat_map(|(a, b)| [a, b]).collect();
+    while let Some(free) = left
+        .iter()
+        .find(|m| {
+            let imports = edges.iter().any(|(a, b)| a == **m && left.contains(b));
+            let imported = edges.iter().any(|(a, b)| b == **m && left.contains(a));
+            !imports || !imported
+        })
+        .copied()
+    {
+        left.remove(free);
+    }
+    let circled: Vec<String> = left.into_iter().map(shown).collect();
+    assert!(
+        circled.is_empty(),
+        "bench modules on or between import circles: {circled:?}"
+    );
 }
 
 #[test]
@@ -183,4 +254,8 @@ fn the_reader_resolves_crate_super_and_self_paths() {
     assert_eq!(target(&a, &from_a[0], &known), Some(b.clone()));
     assert_eq!(target(&b, &from_b[0], &known), Some(a));
     assert!(named_paths("let success::x = abcrate::y;").is_empty());
+    assert_eq!(
+        named_paths("use crate::{a::{self, X}, b, C};"),
+        [vec!["crate", "a"], vec!["crate", "b"], vec!["crate", "C"]]
+    );
 }

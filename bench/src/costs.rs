@@ -2,13 +2,10 @@
 //! the machine's CPU went during the timed door runs, and the CPU one operation of each
 //! measurement took by process (median of repetitions).
 
-use std::fmt::Write;
-
 use serde::Serialize;
 
 use crate::consumer;
 use crate::cpu::{CpuPerOp, CpuSplit};
-use crate::markdown::secs;
 use crate::raw;
 use crate::rest::ClosedLoop;
 use crate::stats::median;
@@ -84,59 +81,5 @@ impl Resources {
             cpu_split,
             cpu_per_operation,
         }
-    }
-
-    /// The report's "Resources" section.
-    pub fn markdown(&self) -> String {
-        let mut md = String::new();
-        let res = self;
-        let c = &res.cpu_split;
-        md.push_str("\n## Resources\n\n| | |\n|---|---:|\n");
-        let _ = writeln!(md, "| service peak RSS | {:.1} MiB |", res.peak_rss_mib);
-        let _ = writeln!(
-            md,
-            "| service CPU per 1 000 consumed messages | {} |",
-            secs(res.consumer_cpu_s_per_1000_messages)
-        );
-        let _ = writeln!(
-            md,
-            "| service CPU per 1 000 REST requests | {} |",
-            secs(res.rest_cpu_s_per_1000_requests)
-        );
-        let _ = writeln!(
-            md,
-            "\nCPU during the timed consumer and REST runs ({:.1} s × {} cores): service {:.1} s, \
-             Postgres {:.1} s, RabbitMQ {:.1} s, bench clients {:.1} s, kernel interrupts {:.1} s, \
-             other processes {:.1} s, idle {:.1} s.",
-            c.wall_s,
-            c.cores,
-            c.service_s,
-            c.postgres_s,
-            c.rabbitmq_s,
-            c.bench_s,
-            c.interrupts_s,
-            c.other_s,
-            c.idle_s
-        );
-        md.push_str(
-            "\n| CPU per operation (ms) | service | Postgres | RabbitMQ | bench client | kernel irq | total |\n\
-             |---|---:|---:|---:|---:|---:|---:|\n",
-        );
-        let t = &res.cpu_per_operation;
-        for (name, c) in [
-            ("reference transaction", &t.reference),
-            ("multi-statement transaction", &t.ceiling),
-            ("natural batched, per delivery", &t.natural_batched),
-            ("dedup-table batched, per delivery", &t.dedup_table_batched),
-            ("consumer message", &t.consumer),
-            ("REST request", &t.rest),
-        ] {
-            let _ = writeln!(
-                md,
-                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
-                c.service_ms, c.postgres_ms, c.rabbitmq_ms, c.bench_ms, c.interrupts_ms, c.total_ms
-            );
-        }
-        md
     }
 }

@@ -12,7 +12,7 @@
 //! Every insert is chained from the guarded update's `RETURNING`, so a missed guard (the order is
 //! no longer at that version and status) writes nothing, and the statement says so: it affects one
 //! outbox row or none. Sent on its own it is its own transaction (autocommit); the batched designs
-//! ([`crate::batched`]) send it inside theirs. The outbox payload is built in the statement, in the
+//! (`batched.rs`) send it inside theirs. The outbox payload is built in the statement, in the
 //! envelope the service publishes (docs/messaging.md "Published events"). No relay wake-up is sent:
 //! it is not a durable write.
 

@@ -15,6 +15,7 @@
 
 mod batch_curve;
 mod batched;
+mod charts;
 mod cli;
 mod client;
 mod consumer;
@@ -22,10 +23,12 @@ mod costs;
 mod cpu;
 mod cte;
 mod duplicates;
+mod format;
 mod machine;
 mod markdown;
 mod measure;
 mod multi;
+mod output;
 mod pgstat;
 mod ratios;
 mod raw;
@@ -106,7 +109,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     };
     report.started_at = started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let stamp = started_at.format("%Y%m%dT%H%M%SZ").to_string();
-    let written = report.write(&cli.out, &stamp)?;
+    let written = output::write(&report, &cli.out, &stamp)?;
     println!("{}", summary::table(&report));
     println!("report: {}", written.markdown.display());
     println!("json:   {}", written.json.display());

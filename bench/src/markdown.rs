@@ -1,21 +1,17 @@
-//! Renders a [`Report`] for people: the Markdown report (also what bench/README.md
-//! shows) and the plain table printed on stdout.
+//! Renders a [`Report`] for people as Markdown: the report file, also what bench/README.md shows
+//! (the plain table printed on stdout is `summary.rs`).
 
 use std::fmt::Write;
 
-use crate::report::{Charts, Report};
+use crate::format::{curve_table, num, secs, times};
+use crate::report::{BatchCurve, Report, Scaling};
 use crate::stats::Latency;
 
-pub(crate) fn num(value: f64) -> String {
-    format!("{value:.0}")
-}
-
-pub(crate) fn times(value: Option<f64>) -> String {
-    value.map_or_else(|| "n/a".into(), |v| format!("{v:.2}×"))
-}
-
-pub(crate) fn secs(value: Option<f64>) -> String {
-    value.map_or_else(|| "n/a".into(), |v| format!("{v:.3} s"))
+/// The chart files beside a Markdown report, by file name; `None` when the curve was skipped.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Charts<'a> {
+    pub scaling: Option<&'a str>,
+    pub batch: Option<&'a str>,
 }
 
 fn runs(values: &[f64]) -> String {
@@ -186,39 +182,135 @@ pub fn render(report: &Report, charts: Charts<'_>) -> String {
          {:.2}, natural batched {:.2}, dedup-table batched {:.2}.",
         rows.reference, rows.ceiling, rows.natural_batched, rows.dedup_table_batched
     );
-    md.push_str(&report.resources.markdown());
+    md.push_str(&resources_section(report));
     if let Some(scaling) = &report.scaling {
-        md.push_str(&scaling.markdown(charts.scaling));
+        md.push_str(&scaling_section(scaling, charts.scaling));
     }
     if let Some(curve) = &report.batch_curve {
-        md.push_str(&curve.markdown(charts.batch));
+        md.push_str(&batch_section(curve, charts.batch));
     }
     md
 }
 
-/// A curve's section: its chart (when written) and a table with a column per level.
-pub(crate) fn curve_table(
-    title: &str,
-    svg: Option<&str>,
-    header: &str,
-    levels: &[usize],
-    rows: &[(&str, Vec<String>)],
-) -> String {
-    let mut md = format!("\n## {title}\n\n");
-    if let Some(svg) = svg {
-        let _ = writeln!(md, "![{}]({svg})\n", title.to_lowercase());
-    }
-    let _ = write!(md, "| {header} |");
-    for level in levels {
-        let _ = write!(md, " {level} |");
-    }
-    md.push_str("\n|---|");
-    md.push_str(&"---:|".repeat(levels.len()));
-    md.push('\n');
-    for (name, values) in rows {
-        let _ = writeln!(md, "| {name} | {} |", values.join(" | "));
+/// The report's "Resources" section.
+fn resources_section(report: &Report) -> String {
+    let mut md = String::new();
+    let res = &report.resources;
+    let c = &res.cpu_split;
+    md.push_str("\n## Resources\n\n| | |\n|---|---:|\n");
+    let _ = writeln!(md, "| service peak RSS | {:.1} MiB |", res.peak_rss_mib);
+    let _ = writeln!(
+        md,
+        "| service CPU per 1 000 consumed messages | {} |",
+        secs(res.consumer_cpu_s_per_1000_messages)
+    );
+    let _ = writeln!(
+        md,
+        "| service CPU per 1 000 REST requests | {} |",
+        secs(res.rest_cpu_s_per_1000_requests)
+    );
+    let _ = writeln!(
+        md,
+        "\nCPU during the timed consumer and REST runs ({:.1} s × {} cores): service {:.1} s, \
+         Postgres {:.1} s, RabbitMQ {:.1} s, bench clients {:.1} s, kernel interrupts {:.1} s, \
+         other processes {:.1} s, idle {:.1} s.",
+        c.wall_s,
+        c.cores,
+        c.service_s,
+        c.postgres_s,
+        c.rabbitmq_s,
+        c.bench_s,
+        c.interrupts_s,
+        c.other_s,
+        c.idle_s
+    );
+    md.push_str(
+        "\n| CPU per operation (ms) | service | Postgres | RabbitMQ | bench client | kernel irq | total |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let t = &res.cpu_per_operation;
+    for (name, c) in [
+        ("reference transaction", &t.reference),
+        ("multi-statement transaction", &t.ceiling),
+        ("natural batched, per delivery", &t.natural_batched),
+        ("dedup-table batched, per delivery", &t.dedup_table_batched),
+        ("consumer message", &t.consumer),
+        ("REST request", &t.rest),
+    ] {
+        let _ = writeln!(
+            md,
+            "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            c.service_ms, c.postgres_ms, c.rabbitmq_ms, c.bench_ms, c.interrupts_ms, c.total_ms
+        );
     }
     md
+}
+
+/// The scaling section; `svg` is the chart's file name beside the report, if written.
+fn scaling_section(scaling: &Scaling, svg: Option<&str>) -> String {
+    curve_table(
+        "Scaling",
+        svg,
+        "concurrency",
+        &scaling.levels,
+        &[
+            (
+                "reference tx/s (connections)",
+                rates(&scaling.reference_tx_per_s),
+            ),
+            (
+                "consumer payments/s (prefetch)",
+                rates(&scaling.consumer_msgs_per_s),
+            ),
+            ("REST req/s (clients)", rates(&scaling.rest_req_per_s)),
+        ],
+    )
+}
+
+/// The batch-size section; `svg` is the chart's file name beside the report, if written.
+fn batch_section(curve: &BatchCurve, svg: Option<&str>) -> String {
+    let consumer = &curve.consumer_cpu_per_message;
+    let natural = &curve.natural_cpu_per_message;
+    curve_table(
+        "Batch size",
+        svg,
+        "deliveries per transaction",
+        &curve.sizes,
+        &[
+            ("consumer payments/s", rates(&curve.consumer_msgs_per_s)),
+            ("raw natural payments/s", rates(&curve.natural_msgs_per_s)),
+            (
+                "consumer: service CPU s per 1 000 msgs",
+                thousandths(curve.consumer_service_cpu_s_per_1000.iter().copied()),
+            ),
+            (
+                "consumer: Postgres CPU s per 1 000 msgs",
+                thousandths(consumer.iter().map(|c| c.postgres_ms)),
+            ),
+            (
+                "consumer: all CPU s per 1 000 msgs",
+                thousandths(consumer.iter().map(|c| c.total_ms)),
+            ),
+            (
+                "raw natural: Postgres CPU s per 1 000 msgs",
+                thousandths(natural.iter().map(|c| c.postgres_ms)),
+            ),
+            (
+                "raw natural: all CPU s per 1 000 msgs",
+                thousandths(natural.iter().map(|c| c.total_ms)),
+            ),
+        ],
+    )
+}
+
+/// A curve's row of rates, whole.
+fn rates(values: &[f64]) -> Vec<String> {
+    values.iter().map(|v| num(*v)).collect()
+}
+
+/// A curve's row of seconds, to the millisecond.
+fn thousandths(values: impl Iterator<Item = f64>) -> Vec<String> {
+    values.map(|v| format!("{v:.3}")).collect()
 }
 
 #[cfg(test)]

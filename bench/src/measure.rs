@@ -137,7 +137,15 @@ pub async fn all(bench: &Bench) -> anyhow::Result<Report> {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect(),
         },
-        ratios: Ratios::of(&reference, &ceiling, &batched, &consumer, &rest.series),
+        ratios: Ratios::of(
+            &reference,
+            &ceiling,
+            &batched.natural,
+            &batched.dedup_table,
+            &consumer.series,
+            &consumer.applied,
+            &rest.series,
+        ),
         rows_per_payment: RowsPerPayment {
             reference: raw::rows_per_payment(&raw_runs.reference),
             ceiling: raw::rows_per_payment(&raw_runs.ceiling),

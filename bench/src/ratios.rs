@@ -4,7 +4,6 @@
 
 use serde::Serialize;
 
-use crate::report::{BatchedSummary, ConsumerSummary};
 use crate::stats::{Series, ratio};
 
 #[derive(Debug, Clone, Serialize)]
@@ -26,23 +25,27 @@ pub struct Ratios {
 }
 
 impl Ratios {
+    /// `consumer` counts deliveries (duplicates included), `applied` the payments that took
+    /// effect; `natural` and `dedup_table` are the batched designs.
     pub fn of(
         reference: &Series,
         ceiling: &Series,
-        batched: &BatchedSummary,
-        consumer: &ConsumerSummary,
+        natural: &Series,
+        dedup_table: &Series,
+        consumer: &Series,
+        applied: &Series,
         rest: &Series,
     ) -> Self {
         let to_reference = |s: &Series| ratio(s.median, reference.median);
         Self {
-            consumer_over_reference: to_reference(&consumer.series),
-            consumer_applied_over_reference: to_reference(&consumer.applied),
+            consumer_over_reference: to_reference(consumer),
+            consumer_applied_over_reference: to_reference(applied),
             rest_over_reference: to_reference(rest),
             ceiling_over_reference: to_reference(ceiling),
-            natural_batched_over_reference: to_reference(&batched.natural),
-            consumer_over_ceiling: ratio(consumer.series.median, ceiling.median),
+            natural_batched_over_reference: to_reference(natural),
+            consumer_over_ceiling: ratio(consumer.median, ceiling.median),
             rest_over_ceiling: ratio(rest.median, ceiling.median),
-            natural_over_dedup_table: ratio(batched.natural.median, batched.dedup_table.median),
+            natural_over_dedup_table: ratio(natural.median, dedup_table.median),
         }
     }
 }

@@ -1,21 +1,16 @@
 //! The report: every figure of a run, its ratios (computed within the run) and where it was
-//! measured; written as JSON, Markdown and an SVG chart under the output directory, each also
-//! copied as `latest.*`.
+//! measured. Data only: `output.rs` writes it as JSON, Markdown (`markdown.rs`) and SVG charts
+//! (`charts.rs`).
 
-use std::path::{Path, PathBuf};
-
-use anyhow::Context;
 use serde::Serialize;
 
-use crate::batch_curve::BatchCurve;
 use crate::consumer;
 use crate::costs::Resources;
+use crate::cpu::CpuPerOp;
 use crate::duplicates::Duplicates;
 use crate::machine::Machine;
-use crate::markdown;
 use crate::ratios::Ratios;
 use crate::rest::{ClosedLoop, OpenLoop};
-use crate::scaling::Scaling;
 use crate::stats::{Latency, Series};
 
 #[derive(Debug, Clone, Serialize)]
@@ -94,74 +89,29 @@ pub struct RestSummary {
     pub open_loop_runs: Vec<OpenLoop>,
 }
 
-/// The files a report was written to.
-pub struct Written {
-    pub json: PathBuf,
-    pub markdown: PathBuf,
-    pub svgs: Vec<PathBuf>,
+/// Throughput at each concurrency level.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scaling {
+    pub levels: Vec<usize>,
+    pub reference_tx_per_s: Vec<f64>,
+    pub consumer_msgs_per_s: Vec<f64>,
+    pub rest_req_per_s: Vec<f64>,
 }
 
-/// The chart files beside a Markdown report, by file name; `None` when the curve was skipped.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Charts<'a> {
-    pub scaling: Option<&'a str>,
-    pub batch: Option<&'a str>,
-}
-
-impl Report {
-    /// Writes `<stamp>.json`, `<stamp>.md`, `<stamp>-scaling.svg` and `<stamp>-batch.svg` into
-    /// `dir`, and copies them as `latest.json`, `latest.md`, `latest.svg` and `latest-batch.svg`.
-    pub fn write(&self, dir: &Path, stamp: &str) -> anyhow::Result<Written> {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let json = serde_json::to_string_pretty(self)? + "\n";
-        let scaling = self.scaling.as_ref().map(Scaling::svg);
-        let batch = self.batch_curve.as_ref().map(BatchCurve::svg);
-        let mut written = None;
-        for (name, scaling_name, batch_name) in [
-            (
-                stamp.to_owned(),
-                format!("{stamp}-scaling.svg"),
-                format!("{stamp}-batch.svg"),
-            ),
-            (
-                "latest".to_owned(),
-                "latest.svg".to_owned(),
-                "latest-batch.svg".to_owned(),
-            ),
-        ] {
-            let json_path = dir.join(format!("{name}.json"));
-            let md_path = dir.join(format!("{name}.md"));
-            std::fs::write(&json_path, &json)?;
-            let mut svgs = vec![];
-            let charts = Charts {
-                scaling: write_chart(dir, scaling.as_deref(), &scaling_name, &mut svgs)?,
-                batch: write_chart(dir, batch.as_deref(), &batch_name, &mut svgs)?,
-            };
-            std::fs::write(&md_path, markdown::render(self, charts))?;
-            written.get_or_insert(Written {
-                json: json_path,
-                markdown: md_path,
-                svgs,
-            });
-        }
-        written.context("nothing written")
-    }
-}
-
-/// Writes `svg` (if any) as `dir/file`; returns the name to link.
-fn write_chart<'a>(
-    dir: &Path,
-    svg: Option<&str>,
-    file: &'a str,
-    written: &mut Vec<PathBuf>,
-) -> std::io::Result<Option<&'a str>> {
-    let Some(svg) = svg else {
-        return Ok(None);
-    };
-    let path = dir.join(file);
-    std::fs::write(&path, svg)?;
-    written.push(path);
-    Ok(Some(file))
+/// Throughput and CPU at each batch size.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchCurve {
+    pub sizes: Vec<usize>,
+    /// Payment deliveries per second, duplicates included.
+    pub consumer_msgs_per_s: Vec<f64>,
+    pub natural_msgs_per_s: Vec<f64>,
+    /// Service CPU seconds per 1 000 consumed messages.
+    pub consumer_service_cpu_s_per_1000: Vec<f64>,
+    /// CPU per message by process (ms per message = s per 1 000 messages).
+    pub consumer_cpu_per_message: Vec<CpuPerOp>,
+    pub natural_cpu_per_message: Vec<CpuPerOp>,
+    /// The side-by-side median of the one-statement reference, drawn as a level line.
+    pub reference_tx_per_s: Option<f64>,
 }
 
 #[cfg(test)]
@@ -186,33 +136,5 @@ mod tests {
         assert_eq!(json["batched"]["dedup_table"]["median"], 4000.0);
         assert_eq!(json["duplicates"]["amqp"]["rows_per_duplicate"], 0.0);
         assert_eq!(json["resources"]["peak_rss_mib"], 30.5);
-    }
-
-    #[test]
-    fn writing_a_report_makes_the_stamped_files_and_the_latest_copies() {
-        let dir = std::env::temp_dir().join(format!("bench-report-{}", uuid::Uuid::new_v4()));
-        let written = sample().write(&dir, "20261122T000000Z").expect("written");
-        for name in [
-            "20261122T000000Z.json",
-            "20261122T000000Z.md",
-            "20261122T000000Z-scaling.svg",
-            "20261122T000000Z-batch.svg",
-            "latest.json",
-            "latest.md",
-            "latest.svg",
-            "latest-batch.svg",
-        ] {
-            assert!(dir.join(name).is_file(), "{name} missing");
-        }
-        assert_eq!(written.svgs.len(), 2);
-        let latest = std::fs::read_to_string(dir.join("latest.md")).expect("latest.md");
-        assert!(latest.contains("![scaling](latest.svg)"));
-        assert!(latest.contains("![batch size](latest-batch.svg)"));
-        assert!(
-            std::fs::read_to_string(written.markdown)
-                .expect("stamped md")
-                .contains("![scaling](20261122T000000Z-scaling.svg)")
-        );
-        std::fs::remove_dir_all(dir).expect("cleanup");
     }
 }

@@ -1,6 +1,6 @@
 //! What a process costs, read from `/proc` (Linux): peak resident memory (`VmHWM` in
 //! `/proc/<pid>/status`) and CPU time (`utime + stime` in `/proc/<pid>/stat`); which processes
-//! are the Postgres server under test. [`crate::cpu`] builds the machine-wide split on these.
+//! are the Postgres server under test. `cpu.rs` builds the machine-wide split on these.
 
 use std::fs;
 use std::sync::OnceLock;

@@ -1,15 +1,14 @@
 //! A small, complete report for the rendering tests (test builds only).
 
-use crate::batch_curve::BatchCurve;
 use crate::costs::{CpuTable, Resources};
 use crate::cpu::{CpuPerOp, CpuSplit};
 use crate::duplicates::{Cost, Duplicates};
 use crate::machine::Machine;
 use crate::ratios::Ratios;
 use crate::report::{
-    BatchedSummary, ConsumerSummary, Report, RestSummary, RowsPerPayment, Settings,
+    BatchCurve, BatchedSummary, ConsumerSummary, Report, RestSummary, RowsPerPayment, Scaling,
+    Settings,
 };
-use crate::scaling::Scaling;
 use crate::stats::{Latency, Series};
 
 pub fn sample() -> Report {
@@ -67,7 +66,15 @@ pub fn sample() -> Report {
             service_bin: "target/release/order-service".into(),
             service_env: vec![],
         },
-        ratios: Ratios::of(&reference, &ceiling, &batched, &consumer, &rest),
+        ratios: Ratios::of(
+            &reference,
+            &ceiling,
+            &batched.natural,
+            &batched.dedup_table,
+            &consumer.series,
+            &consumer.applied,
+            &rest,
+        ),
         rows_per_payment: RowsPerPayment {
             reference: 4.0,
             ceiling: 4.0,

@@ -1,25 +1,13 @@
 //! The scaling curve: throughput of the one-statement reference, the consumer and REST at each
 //! concurrency level (raw connections · consumer prefetch · REST clients), one shorter run per
-//! point; drawn as an SVG chart and a Markdown table.
-
-use serde::Serialize;
+//! point (drawn by `charts.rs`, tabulated by `markdown.rs`).
 
 use crate::Bench;
-use crate::markdown::{curve_table, num};
 use crate::raw::{self, Design};
+use crate::report::Scaling;
 use crate::scratch::Db;
 use crate::service::Overrides;
-use crate::svg::{Line, line_chart};
 use crate::{consumer, rest};
-
-/// Throughput at each concurrency level.
-#[derive(Debug, Clone, Serialize)]
-pub struct Scaling {
-    pub levels: Vec<usize>,
-    pub reference_tx_per_s: Vec<f64>,
-    pub consumer_msgs_per_s: Vec<f64>,
-    pub rest_req_per_s: Vec<f64>,
-}
 
 /// One run per concurrency level and door.
 pub async fn measure(bench: &Bench, raw_db: &Db) -> anyhow::Result<Scaling> {
@@ -61,46 +49,4 @@ pub async fn measure(bench: &Bench, raw_db: &Db) -> anyhow::Result<Scaling> {
     }
     target.stop(bench).await?;
     Ok(scaling)
-}
-
-impl Scaling {
-    pub fn svg(&self) -> String {
-        line_chart(
-            "order-service throughput by concurrency",
-            "concurrency (raw connections · consumer prefetch · REST clients)",
-            "per second",
-            &self.levels,
-            &[
-                Line::of("reference (tx/s)", "#1f77b4", &self.reference_tx_per_s),
-                Line::of(
-                    "consumer (payments/s)",
-                    "#2ca02c",
-                    &self.consumer_msgs_per_s,
-                ),
-                Line::of("REST (req/s)", "#d62728", &self.rest_req_per_s),
-            ],
-        )
-    }
-
-    /// The Markdown section; `svg` is the chart's file name beside the report, if written.
-    pub fn markdown(&self, svg: Option<&str>) -> String {
-        let values = |v: &[f64]| v.iter().map(|v| num(*v)).collect();
-        curve_table(
-            "Scaling",
-            svg,
-            "concurrency",
-            &self.levels,
-            &[
-                (
-                    "reference tx/s (connections)",
-                    values(&self.reference_tx_per_s),
-                ),
-                (
-                    "consumer payments/s (prefetch)",
-                    values(&self.consumer_msgs_per_s),
-                ),
-                ("REST req/s (clients)", values(&self.rest_req_per_s)),
-            ],
-        )
-    }
 }

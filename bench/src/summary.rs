@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::markdown::{num, secs, times};
+use crate::format::{num, secs, times};
 use crate::report::Report;
 
 /// The summary printed on stdout.

@@ -1,10 +1,11 @@
 //! Connecting to RabbitMQ: which node of `AMQP_URL` a component connects to next ([`Nodes`]),
-//! the reconnect loop with its capped exponential backoff that every component runs, and how a
+//! the reconnect loop with its capped, jittered exponential backoff that every component runs, and how a
 //! consuming component (the consumer, the parker) starts reading its queue ([`consume`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use lapin::options::{BasicConsumeOptions, BasicQosOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection, ConnectionProperties};
@@ -53,9 +54,10 @@ pub const STABLE_SESSION: Duration = Duration::from_secs(10);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `session` until it ends cleanly or `shutdown` fires. After a failure it lowers `ready`,
-/// counts `amqp_reconnects_total{component}`, waits a growing delay (250 ms doubling to 30 s,
-/// from the start again only when the failed session had connected, i.e. raised `ready`, and
-/// stayed up [`STABLE_SESSION`]) and starts a new session. `name` labels the logs.
+/// counts `amqp_reconnects_total{component}`, waits a growing delay ([`Backoff`]: 250 ms doubling
+/// to 30 s, each drawn between half and all of its step; from the start again only when the
+/// failed session had connected, i.e. raised `ready`, and stayed up [`STABLE_SESSION`]) and
+/// starts a new session. `name` labels the logs.
 pub async fn reconnecting<Fut>(
     name: &str,
     component: &'static str,
@@ -170,31 +172,43 @@ impl Nodes {
     }
 }
 
-/// Doubling delays from `initial` up to `max`; `reset` after a success.
-#[derive(Debug, Clone)]
+/// Delays that double from `initial` up to `max`, each drawn at random between half and all of
+/// its step ("equal jitter"), so that the components and instances that lost a broker together
+/// do not all come back at the same instant; `reset` after a success. backon draws them.
+#[derive(Debug)]
 pub struct Backoff {
-    initial: Duration,
+    steps: ExponentialBuilder,
+    delays: ExponentialBackoff,
     max: Duration,
-    next: Duration,
 }
 
 impl Backoff {
     pub fn new(initial: Duration, max: Duration) -> Self {
+        // backon's jitter adds up to one whole delay (d becomes d to 2d): from steps of half the
+        // size, each delay falls between half and all of its doubling step.
+        let steps = ExponentialBuilder::new()
+            .with_min_delay(initial / 2)
+            .with_max_delay(max / 2)
+            .with_factor(2.0)
+            .with_jitter()
+            .without_max_times();
         Self {
-            initial,
+            delays: steps.build(),
+            steps,
             max,
-            next: initial,
         }
     }
 
+    /// The next delay; never above `max` (backon's float arithmetic may pass a step by a few
+    /// nanoseconds).
     pub fn next_delay(&mut self) -> Duration {
-        let delay = self.next;
-        self.next = (self.next * 2).min(self.max);
-        delay
+        self.delays
+            .next()
+            .map_or(self.max, |delay| delay.min(self.max))
     }
 
     pub fn reset(&mut self) {
-        self.next = self.initial;
+        self.delays = self.steps.build();
     }
 }
 
@@ -281,12 +295,45 @@ mod tests {
         );
     }
 
+    /// Steps of whole seconds, which backon's `f32` arithmetic computes exactly.
+    const STEPS_MS: [u64; 5] = [1_000, 2_000, 4_000, 4_000, 4_000];
+
     #[test]
-    fn backoff_doubles_up_to_its_cap_and_resets() {
-        let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(350));
-        let delays: Vec<_> = (0..4).map(|_| backoff.next_delay().as_millis()).collect();
-        assert_eq!(delays, vec![100, 200, 350, 350]);
-        backoff.reset();
-        assert_eq!(backoff.next_delay().as_millis(), 100);
+    fn backoff_delays_double_up_to_the_cap_each_between_half_and_all_of_its_step() {
+        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(4));
+        for _ in 0..50 {
+            for step in STEPS_MS {
+                let delay = backoff.next_delay().as_millis();
+                let step = u128::from(step);
+                assert!(
+                    (step / 2..=step).contains(&delay),
+                    "{delay} ms for a step of {step} ms"
+                );
+            }
+            backoff.reset();
+        }
+    }
+
+    #[test]
+    fn backoff_delays_vary_between_backoffs_and_after_a_reset() {
+        let firsts: std::collections::BTreeSet<Duration> = (0..32)
+            .map(|_| Backoff::new(Duration::from_secs(1), Duration::from_secs(4)).next_delay())
+            .collect();
+        assert!(firsts.len() > 1, "32 backoffs all began with {firsts:?}");
+
+        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(4));
+        let capped: std::collections::BTreeSet<Duration> = (0..32)
+            .map(|_| {
+                backoff.reset();
+                (0..STEPS_MS.len())
+                    .map(|_| backoff.next_delay())
+                    .last()
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert!(
+            capped.len() > 1,
+            "the capped delay never varied: {capped:?}"
+        );
     }
 }

@@ -1,10 +1,12 @@
-//! What the docs test needs of a Markdown file: its headings, the anchors GitHub gives them (and
-//! explicit `<a id="…">` ones), and its inline links `[text](target)`. Fenced code blocks and
-//! code spans hold neither headings nor links.
+//! What the docs test needs of a Markdown file, as pulldown-cmark (a CommonMark parser) reads it:
+//! its headings and the anchors GitHub gives them (and explicit `<a id="…">` ones), its links and
+//! images, and its code spans. Code blocks hold neither headings nor links, as CommonMark says.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// One inline link: the line it is on (from 1) and its target as written.
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+/// One link, or one code span: the line it starts on (from 1) and its target or text as written.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Link {
     pub line: usize,
@@ -14,51 +16,62 @@ pub struct Link {
 #[derive(Debug, Default)]
 pub struct Document {
     pub anchors: BTreeSet<String>,
+    /// Links and images, inline or by reference, with their destination.
     pub links: Vec<Link>,
-    /// Inline code spans outside fenced blocks, with their line: where the docs name files.
+    /// Inline code spans, with their line: where the docs name files.
     pub code_spans: Vec<Link>,
 }
 
+/// What GitHub renders beyond CommonMark that can hold a link or a code span.
+const GITHUB: Options = Options::ENABLE_TABLES
+    .union(Options::ENABLE_STRIKETHROUGH)
+    .union(Options::ENABLE_TASKLISTS)
+    .union(Options::ENABLE_FOOTNOTES);
+
 impl Document {
     pub fn parse(markdown: &str) -> Self {
+        let line_of = |offset: usize| markdown[..offset].matches('\n').count() + 1;
         let mut document = Self::default();
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-        let mut fence: Option<String> = None;
-        for (index, line) in markdown.lines().enumerate() {
-            if let Some(marker) = fence_marker(line) {
-                match &fence {
-                    None => fence = Some(marker),
-                    Some(open) if marker.starts_with(open.as_str()) => fence = None,
-                    Some(_) => {}
+        // The text of the heading being read, if one is.
+        let mut heading: Option<String> = None;
+        for (event, range) in Parser::new_ext(markdown, GITHUB).into_offset_iter() {
+            match event {
+                Event::Start(Tag::Heading { .. }) => heading = Some(String::new()),
+                Event::End(TagEnd::Heading(_)) => {
+                    let slug = slug(&heading.take().unwrap_or_default());
+                    let count = seen.entry(slug.clone()).or_insert(0);
+                    document.anchors.insert(if *count == 0 {
+                        slug
+                    } else {
+                        format!("{slug}-{count}")
+                    });
+                    *count += 1;
                 }
-                continue;
-            }
-            if fence.is_some() {
-                continue;
-            }
-            if let Some(text) = heading(line) {
-                let slug = slug(text);
-                let count = seen.entry(slug.clone()).or_insert(0);
-                let anchor = if *count == 0 {
-                    slug
-                } else {
-                    format!("{slug}-{count}")
-                };
-                *count += 1;
-                document.anchors.insert(anchor);
-            }
-            document.anchors.extend(html_anchors(line));
-            for target in link_targets(line) {
-                document.links.push(Link {
-                    line: index + 1,
-                    target,
-                });
-            }
-            for span in code_spans(line) {
-                document.code_spans.push(Link {
-                    line: index + 1,
-                    target: span,
-                });
+                Event::Text(text) => {
+                    if let Some(heading) = &mut heading {
+                        heading.push_str(&text);
+                    }
+                }
+                Event::Code(code) => {
+                    if let Some(heading) = &mut heading {
+                        heading.push_str(&code);
+                    }
+                    document.code_spans.push(Link {
+                        line: line_of(range.start),
+                        target: code.into_string(),
+                    });
+                }
+                Event::Html(html) | Event::InlineHtml(html) => {
+                    document.anchors.extend(html_anchors(&html));
+                }
+                Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => {
+                    document.links.push(Link {
+                        line: line_of(range.start),
+                        target: dest_url.into_string(),
+                    });
+                }
+                _ => {}
             }
         }
         document
@@ -80,88 +93,18 @@ pub fn slug(heading: &str) -> String {
         .collect()
 }
 
-/// The text of an ATX heading (`## Text ##`), if the line is one.
-fn heading(line: &str) -> Option<&str> {
-    let line = indented_at_most_three(line)?;
-    let hashes = line.chars().take_while(|&c| c == '#').count();
-    if !(1..=6).contains(&hashes) {
-        return None;
-    }
-    let rest = &line[hashes..];
-    if !rest.is_empty() && !rest.starts_with([' ', '\t']) {
-        return None;
-    }
-    Some(rest.trim().trim_end_matches('#').trim_end())
-}
-
-/// The opening of a fenced code block (three or more backticks or tildes), if the line is one.
-fn fence_marker(line: &str) -> Option<String> {
-    let line = indented_at_most_three(line)?;
-    let first = line.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let run: String = line.chars().take_while(|&c| c == first).collect();
-    (run.len() >= 3).then_some(run)
-}
-
-fn indented_at_most_three(line: &str) -> Option<&str> {
-    let trimmed = line.trim_start_matches(' ');
-    (line.len() - trimmed.len() <= 3).then_some(trimmed)
-}
-
-/// `<a id="…">` and `<a name="…">` anchors.
-fn html_anchors(line: &str) -> Vec<String> {
+/// `<a id="…">` and `<a name="…">` anchors in a piece of HTML.
+fn html_anchors(html: &str) -> Vec<String> {
     let mut anchors = Vec::new();
     for attribute in ["id=\"", "name=\""] {
-        for (at, _) in line.match_indices(&format!("<a {attribute}")) {
-            let value = &line[at + 3 + attribute.len()..];
+        for (at, _) in html.match_indices(&format!("<a {attribute}")) {
+            let value = &html[at + 3 + attribute.len()..];
             if let Some((anchor, _)) = value.split_once('"') {
                 anchors.push(anchor.to_owned());
             }
         }
     }
     anchors
-}
-
-/// The targets of the inline links on a line, outside code spans: what follows `](` up to the
-/// closing parenthesis, without a title.
-/// The text of each single-backtick code span of `line`.
-fn code_spans(line: &str) -> Vec<String> {
-    line.split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|span| !span.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-fn link_targets(line: &str) -> Vec<String> {
-    let bytes = line.as_bytes();
-    let mut targets = Vec::new();
-    let mut at = 0;
-    while at < bytes.len() {
-        if bytes[at] == b'`' {
-            // A code span ends at the next run of as many backticks.
-            let run = bytes[at..].iter().take_while(|&&b| b == b'`').count();
-            let closing = "`".repeat(run);
-            at = match line[at + run..].find(&closing) {
-                Some(end) => at + run + end + run,
-                None => at + run,
-            };
-            continue;
-        }
-        if bytes[at..].starts_with(b"](") {
-            let rest = &line[at + 2..];
-            if let Some(end) = rest.find(')') {
-                let inside = rest[..end].trim();
-                let target = inside.split_whitespace().next().unwrap_or_default();
-                let target = target.trim_start_matches('<').trim_end_matches('>');
-                targets.push(target.to_owned());
-                at += 2 + end + 1;
-                continue;
-            }
-        }
-        at += 1;
-    }
-    targets
 }
 
 #[cfg(test)]
@@ -172,7 +115,7 @@ mod tests {
     fn headings_become_github_anchors_and_a_repeated_one_is_numbered() {
         let document = Document::parse(
             "# Title\n## Upgrading: the dead-letter queue's delivery limit\n### `ready` and *Co.*\n\
-             ## Notes\n## Notes\n#NoSpace\n<a id=\"payments\"></a>\n",
+             ## Notes\n## Notes\n#NoSpace\n<a id=\"payments\"></a>\n\nSetext [heading](x.md)\n---\n",
         );
 
         let anchors: Vec<&str> = document.anchors.iter().map(String::as_str).collect();
@@ -183,6 +126,7 @@ mod tests {
                 "notes-1",
                 "payments",
                 "ready-and-co",
+                "setext-heading",
                 "title",
                 "upgrading-the-dead-letter-queues-delivery-limit"
             ]
@@ -194,7 +138,7 @@ mod tests {
         let document = Document::parse(
             "```yaml\n# /etc/grafana/x.yml\n[a](in-block.md)\n```\n\
              see `[b](in-span.md)` and [c](real.md#part \"title\") and ``[d](x.md)``\n\
-             ~~~\n```\n[e](still-in-block.md)\n~~~\n[f](<spaced.md>)\n",
+             ~~~\n```\n[e](still-in-block.md)\n~~~\n[f](<spaced.md>)\n\n    [g](indented.md)\n",
         );
 
         assert!(document.anchors.is_empty(), "{:?}", document.anchors);
@@ -211,5 +155,29 @@ mod tests {
                 }
             ]
         );
+        let spans: Vec<&str> = document
+            .code_spans
+            .iter()
+            .map(|s| s.target.as_str())
+            .collect();
+        assert_eq!(spans, ["[b](in-span.md)", "[d](x.md)"]);
+    }
+
+    #[test]
+    fn reference_links_images_and_links_in_tables_are_read() {
+        let document = Document::parse(
+            "| a | b |\n|---|---|\n| [t](table.md) | `src/x.rs` |\n\n\
+             ![chart](chart.svg) and [ref][r]\n\n[r]: reference.md#part\n",
+        );
+        let targets: Vec<(usize, &str)> = document
+            .links
+            .iter()
+            .map(|l| (l.line, l.target.as_str()))
+            .collect();
+        assert_eq!(
+            targets,
+            [(3, "table.md"), (5, "chart.svg"), (5, "reference.md#part")]
+        );
+        assert_eq!(document.code_spans[0].line, 3);
     }
 }

@@ -3,6 +3,14 @@
 //! request, a delivery, a publish): continue the caller's trace, or start one when the caller
 //! sent none or a malformed one. A malformed header never fails anything; it is ignored. See
 //! docs/operations/observability.md "Tracing".
+//!
+//! Not `opentelemetry_sdk`'s `TraceContextPropagator` (0.33): run in place of this parser, it
+//! failed 6 of these 17 tests. It reads a 31-digit trace id or a 17-digit span id as another id
+//! (`u128::from_str_radix`, also taking a `+`), and takes version `0`, an uppercase version, a
+//! one-digit flag and a trailing `-`; its `tracestate` keeps empty, non-ASCII and control-character
+//! values and repeated keys, cuts a 33rd entry instead of refusing it, and has no 512-byte bound.
+//! A validator for those rules would be this parser again; writing `traceparent` through it takes
+//! a `Context` and a map for one `format!`.
 
 mod tracestate;
 
@@ -218,6 +226,11 @@ mod tests {
     #[test]
     fn surrounding_spaces_and_tabs_are_ignored() {
         assert!(parent(&format!(" \t00-{TRACE}-{SPAN}-01 ")).is_some());
+        assert_eq!(
+            parent(&format!("\n00-{TRACE}-{SPAN}-01")),
+            None,
+            "not other whitespace"
+        );
     }
 
     #[test]
@@ -231,7 +244,7 @@ mod tests {
 
     #[test]
     fn version_ff_and_malformed_versions_are_invalid() {
-        for version in ["ff", "FF", "0", "0g", "-0"] {
+        for version in ["ff", "FF", "0", "0g", "-0", "0A"] {
             assert_eq!(
                 parent(&format!("{version}-{TRACE}-{SPAN}-01")),
                 None,
@@ -248,6 +261,7 @@ mod tests {
         assert_eq!(parent(&format!("00-{TRACE}0-{SPAN}-01")), None);
         assert_eq!(parent(&format!("00-{TRACE}-{SPAN}0-01")), None);
         assert_eq!(parent(&format!("00-{}-{SPAN}-01", &TRACE[1..])), None);
+        assert_eq!(parent(&format!("00-{TRACE}-{}-01", &SPAN[1..])), None);
         assert_eq!(parent(""), None);
         assert_eq!(parent("00"), None);
     }
@@ -270,6 +284,7 @@ mod tests {
         );
         assert_eq!(parent(&format!("00-{TRACE}-{SPAN}-0A")), None);
         assert_eq!(parent(&format!("00-{}g-{SPAN}-01", &TRACE[1..])), None);
+        assert_eq!(parent(&format!("00-+{}-{SPAN}-01", &TRACE[1..])), None);
         assert_eq!(parent(&format!("00_{TRACE}-{SPAN}-01")), None);
         assert_eq!(parent(&format!("00-{TRACE}-{SPAN}-é")), None);
     }

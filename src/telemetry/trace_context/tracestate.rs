@@ -129,6 +129,7 @@ mod tests {
             "k=a=b",
             "k=caf\u{e9}",
             "k=tab\there",
+            "k=nul\u{0}",
             "@sys=1",
             "tenant@=1",
             "tenant@Sys=1",
