@@ -8,7 +8,8 @@
 //! Relays on several instances take turns batch by batch (a transaction-scoped advisory lock),
 //! which keeps each order's events in version order. Rows committed while an older transaction
 //! still runs wait behind the horizon; no notification says when it moves, so the relay then
-//! looks again after 2 ms, doubling up to the poll interval while they wait. A raw row (a replayed dead letter) is
+//! looks again after 5 ms, doubling up to the poll interval while they wait, and meanwhile lets
+//! commits gather instead of reading at each. A raw row (a replayed dead letter) is
 //! published as it is to its own exchange (the inbound one), declared once per session. A relay
 //! wakes when its own process committed events (in memory), on the NOTIFY any instance sends after
 //! committing events (coalesced: docs/messaging.md "Outbox and relay wake-up"), and polls slowly as
@@ -50,7 +51,7 @@ use crate::telemetry::error_chain;
 const PRUNE_BATCH: i64 = 1_000;
 
 /// The first look again while rows wait behind the horizon; it doubles up to `OUTBOX_POLL_MS`.
-const HORIZON_FIRST_LOOK: Duration = Duration::from_millis(2);
+const HORIZON_FIRST_LOOK: Duration = Duration::from_millis(5);
 
 pub struct Relay {
     pool: PgPool,
@@ -163,13 +164,18 @@ impl Relay {
                 Err(BatchError::Store(StoreError::OutboxAhead { .. }))
             );
             metrics::gauge!("outbox_cursor_ahead").set(if ahead { 1.0 } else { 0.0 });
+            // While rows wait behind the horizon, only the timer wakes the relay: commits keep
+            // coming under load, and reading at each would find the newest rows behind the
+            // horizon again (an idle transaction per commit); waiting gathers them into a batch.
+            let mut behind = false;
             let wait = match batch {
                 // A full batch: more are probably waiting.
                 Ok(published) if published.read >= self.config.batch_size as usize => continue,
                 Ok(published) => {
                     db_backoff.reset();
                     self.housekeeping(&mut next_prune).await;
-                    if published.horizon.rows_behind {
+                    behind = published.horizon.rows_behind;
+                    if behind {
                         horizon_looks.next_delay()
                     } else {
                         horizon_looks.reset();
@@ -196,8 +202,8 @@ impl Relay {
             tokio::select! {
                 () = shutdown.cancelled() => break Ok(()),
                 () = tokio::time::sleep(wait) => {}
-                () = committed(self.wakeup.as_ref()) => drain(&mut listener),
-                woke = notified(&mut listener) => if woke { drain(&mut listener) } else { listener = None },
+                () = committed(self.wakeup.as_ref()), if !behind => drain(&mut listener),
+                woke = notified(&mut listener), if !behind => if woke { drain(&mut listener) } else { listener = None },
                 event = broker_events.next() => match event {
                     Some(Event::Error(error)) => break Err(error.into()),
                     None => break Err(AmqpError::Disconnected),
