@@ -66,7 +66,10 @@ impl Service {
         });
         let relay = config.amqp.enabled.then(|| {
             Relay::new(
-                pool.clone(),
+                database
+                    .clone()
+                    .map_hosts(store::outbox::relay_connection)
+                    .pool(store::outbox::RELAY_CONNECTIONS),
                 &config.amqp_url,
                 config.amqp.outbound_exchange.clone(),
                 config.relay.clone(),

@@ -8,7 +8,7 @@
 //!
 //! Each round writes `EVENTS` events through the application layer with no relay running, then
 //! starts the relay (the same code `order-service serve` runs) and times it from its start until
-//! every row is marked published; meanwhile it counts the CPU of RabbitMQ (`beam.smp`) and of this
+//! every row is published (the cursor passed it); meanwhile it counts the CPU of RabbitMQ (`beam.smp`) and of this
 //! process (the relay, and the idle writer side). Reported per variant: the median drain rate and
 //! the CPU per 1 000 events, and the ratio of with to without, measured in the same run.
 
@@ -152,10 +152,9 @@ async fn drain(stream: bool) -> anyhow::Result<Drain> {
     let started = Instant::now();
     let relay_task = tokio::spawn(relay.run(shutdown.clone()));
     loop {
-        let waiting: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM outbox WHERE published_at IS NULL")
-                .fetch_one(&db.pool)
-                .await?;
+        let waiting: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox_waiting")
+            .fetch_one(&db.pool)
+            .await?;
         if waiting == 0 {
             break;
         }

@@ -175,10 +175,13 @@ impl Relay {
                     db_backoff.reset();
                     self.housekeeping(&mut next_prune).await;
                     behind = published.horizon.rows_behind;
+                    // The wait grows only while looks find nothing to publish.
+                    if published.read > 0 || !behind {
+                        horizon_looks.reset();
+                    }
                     if behind {
                         horizon_looks.next_delay()
                     } else {
-                        horizon_looks.reset();
                         self.config.poll_interval()
                     }
                 }

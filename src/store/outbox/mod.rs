@@ -31,6 +31,24 @@ pub struct NewEvent {
     pub payload: String,
 }
 
+/// Connections the relay's pool holds: one for its batches, one for its watch of the backlog.
+pub const RELAY_CONNECTIONS: u32 = 2;
+
+/// The relay's own connections: every statement of the relay is one range of an index (the
+/// `(pos, id)` index of the log, the publications' key), and sequential scans are off on them
+/// (`enable_seqscan`, a cost, not a ban). Postgres plans a prepared statement once per
+/// connection and keeps the plan until the table is next analyzed: planned while the outbox was
+/// nearly empty (a new deployment, the bench), a sequential scan looked cheapest and stayed as the
+/// outbox grew, costing the relay milliseconds per batch. JIT is off too: the penalty that turns
+/// sequential scans off (a cost of 10^10 on the scan of a one-row table) would otherwise make
+/// every statement look worth compiling, at 50–130 ms each (bench/README.md "The outbox as a
+/// log, measured").
+pub fn relay_connection(
+    options: sqlx::postgres::PgConnectOptions,
+) -> sqlx::postgres::PgConnectOptions {
+    options.options([("enable_seqscan", "off"), ("jit", "off")])
+}
+
 /// The channel the relays listen on: a notification says events were committed.
 pub const NOTIFY_CHANNEL: &str = "order_service_outbox";
 
@@ -66,8 +84,8 @@ pub struct Backlog {
     pub set_aside: i64,
 }
 
-/// One statement, cheap enough to run every poll interval: the unpublished rows are one range of
-/// the `(pos, id)` index, after the cursor.
+/// One statement, cheap enough to run every poll interval: the rows after the cursor are one
+/// range of the `(pos, id)` index (rows a relay of 0.2.0 marked there are not counted).
 pub async fn backlog(pool: &PgPool) -> Result<Backlog, StoreError> {
     let (events, oldest_age_seconds, behind_horizon, horizon_age_seconds, set_aside): (
         i64,
@@ -76,18 +94,19 @@ pub async fn backlog(pool: &PgPool) -> Result<Backlog, StoreError> {
         Option<f64>,
         i64,
     ) = sqlx::query_as(
-        "WITH cursor AS (SELECT through_pos, through_id FROM outbox_publications \
-                         ORDER BY through_pos DESC, through_id DESC LIMIT 1) \
-         SELECT count(*), extract(epoch FROM now() - min(created_at))::float8, \
-                count(*) FILTER (WHERE pos >= pg_snapshot_xmin(pg_current_snapshot())), \
+        "SELECT count(*) FILTER (WHERE published_at IS NULL), \
+                extract(epoch FROM now() - min(created_at) FILTER (WHERE published_at IS NULL)) \
+                    ::float8, \
+                count(*) FILTER (WHERE published_at IS NULL \
+                                   AND pos >= pg_snapshot_xmin(pg_current_snapshot())), \
                 (SELECT extract(epoch FROM now() - min(started))::float8 FROM (\
                      SELECT xact_start AS started FROM pg_stat_activity \
                      WHERE backend_xid IS NOT NULL \
                      UNION ALL SELECT prepared FROM pg_prepared_xacts) AS holders), \
                 (SELECT count(*) FROM outbox_set_aside) \
-         FROM outbox, cursor \
-         WHERE (outbox.pos, outbox.id) > (cursor.through_pos, cursor.through_id) \
-           AND outbox.published_at IS NULL",
+         FROM outbox \
+         WHERE (pos, id) > (SELECT through_pos, through_id FROM outbox_publications \
+                            ORDER BY through_pos DESC, through_id DESC LIMIT 1)",
     )
     .fetch_one(pool)
     .await?;

@@ -71,12 +71,13 @@ struct RelayState {
     next_xid: i64,
     /// A row is positioned at or past `next_xid`.
     rows_ahead: bool,
-    rows_behind: bool,
 }
 
 #[derive(FromRow)]
 struct LogRow {
     pos: i64,
+    /// Below the horizon: part of the batch. The one row that is not marks rows behind it.
+    readable: bool,
     published: bool,
     #[sqlx(flatten)]
     row: PendingRow,
@@ -84,17 +85,25 @@ struct LogRow {
 
 /// The rows after the cursor `($1, $2)` and below the horizon, `$3` at most, in log order: every
 /// column but a raw message's body, which `pending::load` reads for the rows within the batch's
-/// byte budget. The row comparison on the index's columns is one range of `outbox_pos_id_idx`
-/// (tests/amqp/outbox_log.rs checks the plan on a large table); `xmin` is a constant of the
-/// statement's snapshot.
-pub const READ_AFTER_CURSOR: &str = "SELECT pos::text::int8 AS pos, \
+/// byte budget; then, not readable, the first committed row at or past the horizon if there is
+/// one (its id only): rows wait behind it. Each part is one range of `outbox_pos_id_idx`, the row
+/// comparison and `xmin` (a constant of the statement's snapshot) its bounds
+/// (tests/amqp/outbox_log.rs checks the plan on a large table).
+pub const READ_AFTER_CURSOR: &str = "(SELECT pos::text::int8 AS pos, true AS readable, \
         published_at IS NOT NULL AS published, id, event_id, created_at, event_type, \
         payload::text AS payload, exchange, routing_key, properties::text AS properties, \
         octet_length(body)::int8 AS body_bytes, traceparent, tracestate \
     FROM outbox \
     WHERE (pos, id) > ($1::int8::text::xid8, $2) \
       AND pos < pg_snapshot_xmin(pg_current_snapshot()) \
-    ORDER BY outbox.pos, outbox.id LIMIT $3";
+    ORDER BY outbox.pos, outbox.id LIMIT $3) \
+    UNION ALL \
+    (SELECT pos::text::int8, false, false, id, event_id, created_at, NULL, NULL, NULL, NULL, \
+        NULL, NULL, NULL, NULL \
+    FROM outbox \
+    WHERE pos >= greatest(pg_snapshot_xmin(pg_current_snapshot()), $1::int8::text::xid8) \
+      AND (pos, id) > ($1::int8::text::xid8, $2) \
+    ORDER BY outbox.pos, outbox.id LIMIT 1)";
 
 /// Reads up to `limit` rows after the cursor. Relays on several instances take turns batch by
 /// batch (a transaction-scoped advisory lock, the one 0.2.0's relays take), so each order's
@@ -106,9 +115,9 @@ pub const READ_AFTER_CURSOR: &str = "SELECT pos::text::int8 AS pos, \
 /// (docs/operations/runbook.md "OrderServiceOutboxRelayRefuses").
 pub async fn read_batch(pool: &PgPool, limit: u32) -> Result<BatchRead, StoreError> {
     let mut tx = crate::store::begin(pool).await?;
-    // One statement: the lease, the cursor (the last batch published), the mode, and what waits
-    // beyond the horizon (`xmin` and `xmax` of the statement's snapshot). Each probe is one short
-    // range of the `(pos, id)` index: the first starts at `xmax`, the second at the horizon.
+    // One statement: the lease, the cursor (the last batch published), the mode, and whether
+    // anything is positioned past the server's transaction ids (one probe of the `(pos, id)`
+    // index from `xmax`, the statement snapshot's next transaction id).
     let state = sqlx::query_as::<_, RelayState>(
         "WITH snapshot AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin, \
                                   pg_snapshot_xmax(pg_current_snapshot()) AS xmax), \
@@ -118,11 +127,7 @@ pub async fn read_batch(pool: &PgPool, limit: u32) -> Result<BatchRead, StoreErr
                 cursor.through_pos::text::int8 AS cursor_pos, cursor.through_id AS cursor_id, \
                 mode.marks_published, snapshot.xmax::text::int8 AS next_xid, \
                 (cursor.through_pos >= snapshot.xmax \
-                 OR EXISTS (SELECT 1 FROM outbox WHERE pos >= snapshot.xmax)) AS rows_ahead, \
-                EXISTS (SELECT 1 FROM outbox \
-                        WHERE pos >= greatest(snapshot.xmin, cursor.through_pos) \
-                          AND (pos, id) > (cursor.through_pos, cursor.through_id)) \
-                    AS rows_behind \
+                 OR EXISTS (SELECT 1 FROM outbox WHERE pos >= snapshot.xmax)) AS rows_ahead \
          FROM snapshot, cursor, outbox_relay_mode AS mode",
     )
     .fetch_one(&mut *tx)
@@ -140,15 +145,16 @@ pub async fn read_batch(pool: &PgPool, limit: u32) -> Result<BatchRead, StoreErr
             next_xid: state.next_xid,
         });
     }
-    let horizon = Horizon {
-        rows_behind: state.rows_behind,
-    };
-    let rows = sqlx::query_as::<_, LogRow>(READ_AFTER_CURSOR)
+    let mut rows = sqlx::query_as::<_, LogRow>(READ_AFTER_CURSOR)
         .bind(state.cursor_pos)
         .bind(state.cursor_id)
         .bind(i64::from(limit))
         .fetch_all(&mut *tx)
         .await?;
+    let horizon = Horizon {
+        rows_behind: rows.last().is_some_and(|row| !row.readable),
+    };
+    rows.retain(|row| row.readable);
     if rows.is_empty() {
         tx.rollback().await?;
         return Ok(BatchRead::Idle(horizon));
