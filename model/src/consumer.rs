@@ -1,6 +1,6 @@
 //! The inbox consumers: a batch of deliveries in one transaction (`src/app/batch/`), set-based in
 //! rounds of one read and one write statement, falling back to one by one under savepoints, then
-//! settled after the commit (`src/amqp/inbox/worker.rs`, `decision.rs`, `settlement.rs`). Each
+//! settled after the commit (`src/amqp/inbox/worker.rs`, `disposition.rs`, `settlement.rs`). Each
 //! function is one step of the checker and returns what it did, for a counterexample's trace.
 
 use crate::domain::{Change, Command, Decided, OrderId, decide};

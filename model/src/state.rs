@@ -157,7 +157,7 @@ pub struct Copy {
 }
 
 /// How an item of a batch ended inside its transaction (`Ended` in `src/app/batch/mod.rs`, with
-/// the consumer's disposition of its result, `src/amqp/inbox/decision.rs`).
+/// the consumer's disposition of its result, `src/amqp/inbox/disposition.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum End {
     /// Applied, or already applied: acknowledge after the commit.
