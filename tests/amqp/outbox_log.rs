@@ -3,15 +3,17 @@
 //! relay's own transaction id, a database restored where transaction ids are lower, and the read's
 //! plan on a large table.
 
+use order_service::app::App;
 use order_service::config::{DEFAULT_LOCK_TIMEOUT, RelayConfig};
 use order_service::domain::{Decision, EventType, Shipment, Version};
-use order_service::store::StoreError;
 use order_service::store::order_changes::{self, OrderWrite};
 use order_service::store::outbox::{self, BatchRead, NewEvent, relay_mode};
+use order_service::store::{self, StoreError};
 use order_service::telemetry::TraceContext;
 use uuid::Uuid;
 
 use order_service_testkit::TestDb;
+use order_service_testkit::private_postgres::PrivatePostgres;
 
 use crate::helpers::{Harness, relay_config};
 use crate::relay::{batch, cause, ids, pay, place};
@@ -305,4 +307,54 @@ async fn an_event_held_behind_the_horizon_is_published_soon_after_without_anothe
 
     let published = h.receive(&queue, 1).await;
     assert_eq!(published[0].body["data"]["id"], order.as_uuid().to_string());
+}
+
+#[tokio::test]
+async fn a_prepared_transaction_holds_publishing_back_until_it_ends_and_skips_nothing() {
+    // Prepared transactions need a server that allows them: one of the test's own.
+    let pg = PrivatePostgres::start_with(&[("max_prepared_transactions", "2")]);
+    let database = store::database(&pg.url("orders"), DEFAULT_LOCK_TIMEOUT).unwrap();
+    store::prepare(&database).await.unwrap();
+    let pool = database.pool(4);
+    let app = App::new(pool.clone());
+    let mut holder = pool.acquire().await.unwrap();
+    sqlx::raw_sql(
+        "BEGIN; SELECT pg_current_xact_id(); PREPARE TRANSACTION 'order-service-test-holder'",
+    )
+    .execute(&mut *holder)
+    .await
+    .unwrap();
+    drop(holder); // a prepared transaction outlives its session
+
+    place(&app, 100).await;
+
+    match outbox::read_batch(&pool, 10).await.unwrap() {
+        BatchRead::Idle(horizon) => assert!(horizon.rows_behind, "the row waits behind"),
+        BatchRead::Batch(_) => panic!("a row above the horizon was read"),
+        BatchRead::Leased => panic!("no other relay runs"),
+    }
+    let backlog = outbox::backlog(&pool).await.unwrap();
+    assert_eq!((backlog.events, backlog.behind_horizon), (1, 1));
+    assert!(
+        backlog.horizon_age_seconds > 0.0,
+        "the prepared transaction is what holds the horizon: {backlog:?}"
+    );
+
+    sqlx::query("ROLLBACK PREPARED 'order-service-test-holder'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let read = match outbox::read_batch(&pool, 10).await.unwrap() {
+        BatchRead::Batch(read) => read,
+        BatchRead::Idle(horizon) => panic!("nothing read once it ended ({horizon:?})"),
+        BatchRead::Leased => panic!("no other relay runs"),
+    };
+    assert_eq!(
+        read.rows.len(),
+        1,
+        "read once the prepared transaction ended"
+    );
+    let published = ids(&read);
+    read.finish(&published, &[]).await.unwrap();
+    pool.close().await;
 }
