@@ -50,17 +50,19 @@ async fn seeded(db: &Db, n: usize) -> anyhow::Result<(PgConnection, Vec<Uuid>)> 
 }
 
 /// Everything written about one order, without what differs between any two orders or runs (ids,
-/// timestamps), the order's own id replaced by `ORDER`.
+/// timestamps, positions in the outbox's log, which are transaction ids), the order's own id
+/// replaced by `ORDER`.
 async fn written(conn: &mut PgConnection, order_id: Uuid) -> anyhow::Result<String> {
     let rows: Value = sqlx::query_scalar(
         "SELECT jsonb_build_object( \
-           'order', (SELECT to_jsonb(o) - 'id' - 'created_at' - 'updated_at' \
+           'order', (SELECT to_jsonb(o) - 'id' - 'created_at' - 'updated_at' - 'last_event_pos' \
                      FROM orders o WHERE id = $1), \
            'ledger', (SELECT jsonb_agg(to_jsonb(t) - 'received_at') \
                       FROM transfers t WHERE order_id = $1), \
            'history', (SELECT jsonb_agg(to_jsonb(h) - 'at' ORDER BY version) \
                        FROM order_transitions h WHERE order_id = $1), \
-           'outbox', (SELECT jsonb_agg(to_jsonb(x) - 'id' - 'event_id' - 'created_at' - 'payload' \
+           'outbox', (SELECT jsonb_agg(to_jsonb(x) - 'id' - 'event_id' - 'created_at' - 'pos' \
+                        - 'payload' \
                         || jsonb_build_object('payload', x.payload - 'event_id' - 'occurred_at' \
                         || jsonb_build_object('data', (x.payload->'data') - 'created_at' - 'updated_at'))) \
                       FROM outbox x WHERE order_id = $1))",
