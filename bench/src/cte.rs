@@ -13,8 +13,9 @@
 //! no longer at that version and status) writes nothing, and the statement says so: it affects one
 //! outbox row or none. Sent on its own it is its own transaction (autocommit); the batched designs
 //! (`batched.rs`) send it inside theirs. The outbox payload is built in the statement, in the
-//! envelope the service publishes (docs/messaging.md "Published events"). No relay wake-up is sent:
-//! it is not a durable write.
+//! envelope the service publishes (docs/messaging.md "Published events"), and the outbox row takes
+//! its position in the log from the order's row as the service's does (docs/messaging.md "The
+//! outbox as a log"). No relay wake-up is sent: it is not a durable write.
 
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -26,10 +27,11 @@ use crate::workload::{self, AMOUNT_MINOR, Payment, SEEDED_VERSION};
 const PAY: &str = "\
 WITH paid AS (
     UPDATE orders SET status = $8, version = version + 1, paid_minor = paid_minor + $3,
-           updated_at = now()
+           updated_at = now(), last_event_pos = greatest(last_event_pos, pg_current_xact_id())
      WHERE id = $1 AND status = $7 AND version = $2
  RETURNING id, customer_id, amount_minor, currency, status, version, paid_minor, refunded_minor,
-           refund_required, carrier, tracking_number, cancellation_reason, created_at, updated_at
+           refund_required, carrier, tracking_number, cancellation_reason, created_at, updated_at,
+           last_event_pos
 ), ledger AS (
     INSERT INTO transfers (transfer_id, order_id, direction, amount_minor, currency, source)
     SELECT $4, paid.id, $12, $3, paid.currency, $10 FROM paid
@@ -42,8 +44,8 @@ WITH paid AS (
       FROM paid JOIN ledger ON ledger.order_id = paid.id
  RETURNING order_id
 )
-INSERT INTO outbox (event_id, event_type, order_id, order_version, payload)
-SELECT $6, $11, paid.id, paid.version, jsonb_build_object(
+INSERT INTO outbox (event_id, event_type, order_id, order_version, pos, payload)
+SELECT $6, $11, paid.id, paid.version, paid.last_event_pos, jsonb_build_object(
     'event_id', $6::uuid, 'type', $11::text, 'occurred_at', paid.updated_at,
     'data', jsonb_build_object(
         'id', paid.id, 'customer_id', paid.customer_id, 'amount_minor', paid.amount_minor,

@@ -76,7 +76,8 @@ pub async fn pay(conn: &mut PgConnection, order_id: Uuid) -> anyhow::Result<()> 
     let paid = sqlx::query_as::<_, OrderRow>(
         "UPDATE orders SET status = $4, version = version + 1, paid_minor = $5, \
          refunded_minor = $10, refund_required = $6, carrier = $7, tracking_number = $8, \
-         cancellation_reason = $9, updated_at = now() \
+         cancellation_reason = $9, updated_at = now(), \
+         last_event_pos = greatest(last_event_pos, pg_current_xact_id()) \
          WHERE id = $1 AND status = $2 AND version = $3 RETURNING id, customer_id, amount_minor, \
          currency, status, version, paid_minor, refunded_minor, refund_required, carrier, \
          tracking_number, cancellation_reason, created_at, updated_at",
@@ -129,8 +130,8 @@ pub async fn pay(conn: &mut PgConnection, order_id: Uuid) -> anyhow::Result<()> 
                  "created_at": paid.created_at, "updated_at": paid.updated_at},
     });
     sqlx::query(
-        "INSERT INTO outbox (event_id, event_type, order_id, order_version, payload) \
-         VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO outbox (event_id, event_type, order_id, order_version, payload, pos) \
+         VALUES ($1, $2, $3, $4, $5, (SELECT last_event_pos FROM orders WHERE id = $3))",
     )
     .bind(outbound_id)
     .bind(EventType::OrderPaid.as_ref())
