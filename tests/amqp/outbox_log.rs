@@ -16,7 +16,7 @@ use order_service_testkit::TestDb;
 use order_service_testkit::private_postgres::PrivatePostgres;
 
 use crate::helpers::{Harness, relay_config};
-use crate::relay::{batch, cause, ids, pay, place};
+use crate::relay::{batch, cause, confirm_all, ids, pay, place};
 
 /// The order's versions in the order the relay reads them.
 async fn versions_as_read(h: &Harness) -> Vec<i64> {
@@ -137,9 +137,7 @@ async fn the_relay_holds_no_transaction_id_while_it_publishes() {
 async fn a_cursor_ahead_of_the_servers_transaction_ids_is_refused_until_rebased() {
     let h = Harness::start().await;
     let first = place(&h.app, 100).await;
-    let read = batch(&h, 10).await;
-    let published = ids(&read);
-    read.finish(&published, &[]).await.unwrap();
+    confirm_all(&h).await;
     let waiting = place(&h.app, 100).await;
     // As after a restore into a new cluster: the log's positions are far above its transaction
     // ids.
@@ -259,18 +257,14 @@ async fn marking_for_the_previous_release_stops_and_starts_with_what_the_cursor_
     // Marking, as on a database an earlier release served: the batch marks what it publishes.
     assert!(outbox_command(&h.db, "start-marking").0);
     place(&h.app, 100).await;
-    let read = batch(&h, 10).await;
-    let published = ids(&read);
-    read.finish(&published, &[]).await.unwrap();
+    confirm_all(&h).await;
     assert_eq!(marked().await, 1);
 
     // Not marking: the cursor moves, no row is written.
     let (ok, stopped) = outbox_command(&h.db, "stop-marking");
     assert!(ok && stopped.contains("no longer mark"), "{stopped}");
     place(&h.app, 100).await;
-    let read = batch(&h, 10).await;
-    let published = ids(&read);
-    read.finish(&published, &[]).await.unwrap();
+    confirm_all(&h).await;
     assert_eq!(marked().await, 1);
 
     // Before a rollback: what the cursor passed is marked, so 0.2.0 publishes none of it again.

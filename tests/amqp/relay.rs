@@ -259,6 +259,15 @@ pub(crate) async fn batch(h: &Harness, limit: u32) -> outbox::RelayBatch {
     .await
 }
 
+/// Reads a batch of every committed row and finishes it as if the broker confirmed each: the
+/// cursor passes them all. Their ids, in log order.
+pub(crate) async fn confirm_all(h: &Harness) -> Vec<i64> {
+    let read = batch(h, 100).await;
+    let published = ids(&read);
+    read.finish(&published, &[]).await.unwrap();
+    published
+}
+
 pub(crate) fn ids(batch: &outbox::RelayBatch) -> Vec<i64> {
     batch
         .rows
