@@ -4,6 +4,8 @@
 //! builds it from these pieces:
 //! - [`TestDb`]: a database of a test's own on the shared Postgres, migrated, dropped at the end;
 //! - [`private_postgres`]: a Postgres server of a test's own, to stop, restart or make read-only;
+//! - [`formation`]: a pg_auto_failover formation of a test's own (a monitor and three nodes), to
+//!   fail over by killing, freezing or switching its primary;
 //! - [`proxy`]: a TCP proxy a test can cut, between the service and Postgres or RabbitMQ;
 //! - [`broker`]: exchange and queue names of a test's own on the shared RabbitMQ, and their
 //!   cleanup;
@@ -17,6 +19,7 @@
 //! only a library's public items are not dead code where a suite leaves them unused.
 
 pub mod broker;
+pub mod formation;
 pub mod http;
 pub mod load;
 mod ports;

@@ -1,4 +1,4 @@
-//! The service on a real pg_auto_failover formation (`formation.rs`), given the URL the
+//! The service on a real pg_auto_failover formation (the test kit's `formation`), given the URL the
 //! formation hands out, under steady REST and AMQP load (the test kit's `load`, shared with the
 //! cluster suite), through three faults of the primary in turn:
 //! (a) SIGKILL of its whole node (keeper and Postgres), as a machine that dies;
@@ -25,7 +25,7 @@ use order_service_testkit::{
     AMQP_URL, AmqpNames, amqp_config, declare_subscriber, eventually, http,
 };
 
-use crate::formation::Formation;
+use order_service_testkit::formation::Formation;
 
 const REST_CLIENTS: usize = 2;
 /// Orders paid before the first fault.

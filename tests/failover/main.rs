@@ -4,7 +4,6 @@
 //! stand in for a primary and a standby: `default_transaction_read_only = on` makes a node
 //! answer `transaction_read_only = on`, as a standby does.
 
-mod formation;
 mod formation_under_load;
 mod start;
 

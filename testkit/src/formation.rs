@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use sqlx::{Connection, PgConnection};
 
-use order_service_testkit::{eventually, free_port};
+use crate::{eventually, free_port};
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 /// Generous: a give-up bound for a formation that does not come up, not a measure.
@@ -193,14 +193,16 @@ impl Formation {
 
     /// The node (an index into [`Formation::ports`]) the monitor reports as the primary.
     pub async fn primary(&self) -> usize {
-        eventually("a primary", SETTLE, || async {
-            let states = self.states().await?;
-            let primary = states
-                .iter()
-                .find(|s| s.reported == "primary" && s.goal == "primary")?;
-            self.ports.iter().position(|port| *port == primary.port)
-        })
-        .await
+        eventually("a primary", SETTLE, || self.primary_now()).await
+    }
+
+    /// The node the monitor reports as the primary now, if any.
+    async fn primary_now(&self) -> Option<usize> {
+        let states = self.states().await?;
+        let primary = states
+            .iter()
+            .find(|s| s.reported == "primary" && s.goal == "primary")?;
+        self.ports.iter().position(|port| *port == primary.port)
     }
 
     /// Waits until the formation is whole again: one primary, the other nodes secondaries, all
@@ -211,6 +213,16 @@ impl Formation {
         })
         .await;
         self.primary().await
+    }
+
+    /// Waits until the monitor reports a primary other than `old` (the formation may still be
+    /// missing a node); returns it.
+    pub async fn await_primary_other_than(&self, old: usize) -> usize {
+        eventually("a new primary", SETTLE, || async {
+            let primary = self.primary_now().await?;
+            (primary != old).then_some(primary)
+        })
+        .await
     }
 
     /// SIGKILL to the node's keeper and its Postgres at once, as a machine that dies.
