@@ -1,6 +1,7 @@
-//! The system under test: a private Postgres cluster (so restarting it disturbs no other test),
-//! 2–3 real `order-service` processes sharing one inbox, each reaching RabbitMQ through a proxy
-//! the checker can cut, and a subscriber capturing every outbound event.
+//! The system under test: a Postgres of the checker's own (a private server, or a
+//! pg_auto_failover formation of three nodes; either way restarting or failing it over disturbs
+//! no other test), 2–3 real `order-service` processes sharing one inbox, each reaching RabbitMQ
+//! through a proxy the checker can cut, and a subscriber capturing every outbound event.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use order_service::amqp::{Topology, connect};
 use order_service::config::AmqpConfig;
 use tokio::process::{Child, Command};
 
+use order_service_testkit::formation::Formation;
 use order_service_testkit::private_postgres::PrivatePostgres;
 use order_service_testkit::proxy::Proxy;
 use order_service_testkit::{
@@ -30,9 +32,59 @@ pub struct Captured {
     pub body: serde_json::Value,
 }
 
-pub struct Cluster {
+/// Which Postgres a run starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setup {
+    /// One private server, which the `postgres` fault crash-restarts.
+    Server,
+    /// A pg_auto_failover formation, whose primary the `failover`, `switchover` and `freeze`
+    /// faults take away; the instances are given the formation's host list.
+    Formation,
+}
+
+/// The Postgres the instances write to.
+pub enum Database {
     /// Shared with the fault injector, which crash-restarts it without holding the cluster.
-    pub pg: Arc<PrivatePostgres>,
+    Server(Arc<PrivatePostgres>),
+    Formation(Formation),
+}
+
+impl Database {
+    async fn start(setup: Setup) -> Self {
+        match setup {
+            Setup::Server => Self::Server(Arc::new(PrivatePostgres::start_with(&[(
+                "max_connections",
+                "200",
+            )]))),
+            Setup::Formation => Self::Formation(Formation::start().await),
+        }
+    }
+
+    /// The URL the instances and the checker are given: the formation's host list with
+    /// `target_session_attrs=read-write` (its URI names no user: the operator adds theirs).
+    fn url(&self) -> String {
+        match self {
+            Self::Server(pg) => format!("postgres://postgres@127.0.0.1:{}/order_service", pg.port),
+            Self::Formation(formation) => {
+                formation
+                    .url()
+                    .replacen("postgres://", "postgres://postgres@", 1)
+            }
+        }
+    }
+
+    fn dir(&self) -> &std::path::Path {
+        match self {
+            Self::Server(pg) => pg.dir(),
+            Self::Formation(formation) => formation.dir(),
+        }
+    }
+}
+
+pub struct Cluster {
+    pub database: Database,
+    /// What the instances are given: [`Database::url`], read once.
+    pub database_url: String,
     pub config: AmqpConfig,
     pub topology: Topology,
     pub channel: Channel,
@@ -52,8 +104,8 @@ pub struct Instance {
 }
 
 impl Cluster {
-    pub async fn start(instances: usize) -> Self {
-        let pg = Arc::new(PrivatePostgres::start_with(&[("max_connections", "200")]));
+    pub async fn start(setup: Setup, instances: usize) -> Self {
+        let database = Database::start(setup).await;
         let prefix = format!("chaos-{}", uuid::Uuid::new_v4().simple());
         let config = amqp_config(&prefix);
         let topology = Topology::from_config(&config);
@@ -71,7 +123,8 @@ impl Cluster {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_order-service")));
         let mut cluster = Self {
-            pg,
+            database_url: database.url(),
+            database,
             config,
             topology,
             channel,
@@ -84,7 +137,7 @@ impl Cluster {
         for slot in 0..instances {
             let amqp = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 5672))).await;
             let http_port = free_port();
-            let log = cluster.pg.dir().join(format!("instance-{slot}.log"));
+            let log = cluster.database.dir().join(format!("instance-{slot}.log"));
             cluster.instances.push(Instance {
                 http_port,
                 amqp,
@@ -97,13 +150,6 @@ impl Cluster {
             cluster.wait_ready(slot).await;
         }
         cluster
-    }
-
-    fn database_url(&self) -> String {
-        format!(
-            "postgres://postgres@127.0.0.1:{}/order_service",
-            self.pg.port
-        )
     }
 
     /// Restarts every instance with a payment timeout of `secs` and a sweep every second, and
@@ -121,7 +167,7 @@ impl Cluster {
 
     /// Starts (or restarts) the process of `slot` with the same configuration.
     pub async fn launch(&mut self, slot: usize) {
-        let database_url = self.database_url();
+        let database_url = self.database_url.clone();
         let timeout = self.payment_timeout_secs.unwrap_or(0).to_string();
         let instance = &mut self.instances[slot];
         let log = std::fs::OpenOptions::new()
@@ -194,7 +240,10 @@ impl Cluster {
             )
             .await;
         let _ = self.topology.delete(&self.channel).await;
-        self.pg.kill();
+        // A formation is torn down when it is dropped, with the cluster.
+        if let Database::Server(pg) = &self.database {
+            pg.kill();
+        }
         let _ = &self._connection;
     }
 

@@ -45,32 +45,8 @@ pub fn check(
         diffs.push("an outbox row was never published".into());
     }
 
-    // Every event captured at least once, nothing captured that was not committed; copies
-    // identical; first copies in version order.
-    let mut first: HashMap<&str, &Captured> = HashMap::new();
-    let mut last_version = 0;
-    for copy in captured {
-        match first.get(copy.message_id.as_str()) {
-            Some(original) if original.body != copy.body => {
-                diffs.push(format!(
-                    "message {} published with two bodies",
-                    copy.message_id
-                ));
-            }
-            Some(_) => {}
-            None => {
-                if version(copy) < last_version {
-                    diffs.push(format!(
-                        "{} (v{}) published after v{last_version}",
-                        copy.routing_key,
-                        version(copy)
-                    ));
-                }
-                last_version = version(copy);
-                first.insert(&copy.message_id, copy);
-            }
-        }
-    }
+    // Every event captured at least once, nothing captured that was not committed.
+    let first = first_copies(captured, &mut diffs);
     let committed: HashSet<String> = outbox.iter().map(|o| o.event_id.to_string()).collect();
     for event in outbox {
         if !first.contains_key(event.event_id.to_string().as_str()) {
@@ -109,6 +85,40 @@ pub fn check(
     // Clause 3: order.refund_required exactly where the flag turns on.
     diffs.extend(refund_required_consistent(&received, want.refund_required));
     diffs
+}
+
+/// The first copy of each message, by id. Every copy of a message must be identical, and the
+/// first copies must arrive in version order (invariant 4: a redelivered copy may come late, a
+/// new event may not overtake an older one of the same order).
+fn first_copies<'a>(
+    captured: &[&'a Captured],
+    diffs: &mut Vec<String>,
+) -> HashMap<&'a str, &'a Captured> {
+    let mut first: HashMap<&str, &Captured> = HashMap::new();
+    let mut last_version = 0;
+    for copy in captured {
+        match first.get(copy.message_id.as_str()) {
+            Some(original) if original.body != copy.body => {
+                diffs.push(format!(
+                    "message {} published with two bodies",
+                    copy.message_id
+                ));
+            }
+            Some(_) => {}
+            None => {
+                if version(copy) < last_version {
+                    diffs.push(format!(
+                        "{} (v{}) published after v{last_version}",
+                        copy.routing_key,
+                        version(copy)
+                    ));
+                }
+                last_version = version(copy);
+                first.insert(&copy.message_id, copy);
+            }
+        }
+    }
+    first
 }
 
 /// Walks the events (one copy each) in version order, tracking `data.refund_required`: an
@@ -168,6 +178,32 @@ mod tests {
 
     fn walk(events: &[Captured], want: bool) -> Vec<String> {
         refund_required_consistent(&events.iter().collect::<Vec<_>>(), want)
+    }
+
+    fn order_of(events: &[Captured]) -> Vec<String> {
+        let mut diffs = vec![];
+        first_copies(&events.iter().collect::<Vec<_>>(), &mut diffs);
+        diffs
+    }
+
+    #[test]
+    fn a_late_copy_is_no_inversion_but_a_new_event_overtaking_an_older_one_is() {
+        let redelivered = [
+            event("order.created", 1, false),
+            event("order.paid", 2, false),
+            event("order.created", 1, false),
+            event("order.shipped", 3, false),
+        ];
+        assert_eq!(order_of(&redelivered), Vec::<String>::new());
+        let inverted = [
+            event("order.created", 1, false),
+            event("order.shipped", 3, false),
+            event("order.paid", 2, false),
+        ];
+        assert_eq!(
+            order_of(&inverted),
+            vec!["order.paid (v2) published after v3".to_owned()]
+        );
     }
 
     #[test]

@@ -1,34 +1,106 @@
 //! Faults: while a round runs, at random moments, an instance is `kill -9`ed (and restarted), an
-//! instance's broker connection is cut (and restored), or Postgres is crash-restarted.
+//! instance's broker connection is cut (and restored), or the database fails: a private server is
+//! crash-restarted (`postgres`); a formation loses its primary (`failover`: the primary's node
+//! killed, restarted after a random outage, so that the monitor has or has not promoted a standby
+//! by then), hands it over (`switchover`) or has it frozen for a random 1–8 s (`freeze`: SIGSTOP,
+//! long enough for a failover or not). Every fault heals before the next one: a database fault
+//! returns once the formation is whole again, one primary and two standbys.
+//!
+//! In a formation, the first fault of each round is a database fault, so that every schedule
+//! runs across one (when its round lasts longer than the first pause); the others are drawn
+//! from all the kinds.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Mutex as AsyncMutex;
 
-use crate::cluster::Cluster;
+use order_service_testkit::formation::Formation;
+
+use crate::cluster::{Cluster, Database, Setup};
 use crate::rng::Rng;
 
-/// Injects faults while `active`, at random moments, and always heals them.
+/// The faults of each setup, in the order `CHAOS_FAULTS` names them.
+pub fn kinds(setup: Setup) -> &'static [&'static str] {
+    match setup {
+        Setup::Server => &["kill", "amqp", "postgres"],
+        Setup::Formation => &["kill", "amqp", "failover", "switchover", "freeze"],
+    }
+}
+
+/// Whether a fault takes the database away (the `CHAOS_FAULTS` kinds after `amqp`).
+pub fn is_database_fault(kind: &str) -> bool {
+    !matches!(kind, "kill" | "amqp")
+}
+
+/// What the injector shares with the run: whether faults are due, the round under way, and
+/// the faults injected so far by kind.
+#[derive(Clone, Default)]
+pub struct Schedule {
+    pub active: Arc<AtomicBool>,
+    pub round: Arc<AtomicU64>,
+    pub counts: Arc<Mutex<BTreeMap<&'static str, u64>>>,
+}
+
+impl Schedule {
+    /// How many database faults have begun so far.
+    pub fn database_faults(&self) -> u64 {
+        self.counts
+            .lock()
+            .map(|c| {
+                c.iter()
+                    .filter(|(kind, _)| is_database_fault(kind))
+                    .map(|(_, n)| n)
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// Injects faults while `schedule.active`, at random moments, and always heals them.
 pub async fn inject(
     cluster: Arc<AsyncMutex<Cluster>>,
-    active: Arc<AtomicBool>,
+    schedule: Schedule,
     stop: Arc<AtomicBool>,
     kinds: Vec<&'static str>,
     seed: u64,
-    counts: Arc<Mutex<BTreeMap<&'static str, u64>>>,
 ) {
     let mut rng = Rng::new(seed ^ 0xFA17);
+    let database_kinds: Vec<&'static str> = kinds
+        .iter()
+        .copied()
+        .filter(|k| is_database_fault(k))
+        .collect();
+    let mut database_fault_round = 0;
     while !stop.load(Ordering::SeqCst) {
         // The fault schedule is timing by design: a random pause before the next fault.
         tokio::time::sleep(Duration::from_millis(rng.between(200, 900))).await;
-        if kinds.is_empty() || !active.load(Ordering::SeqCst) {
+        if kinds.is_empty() || !schedule.active.load(Ordering::SeqCst) {
             continue;
         }
-        let kind = *rng.pick(&kinds);
         let mut cluster = cluster.lock().await;
+        // The round may have ended while the lock was awaited: no fault while it is checked.
+        if !schedule.active.load(Ordering::SeqCst) {
+            continue;
+        }
+        let round = schedule.round.load(Ordering::SeqCst);
+        let formation = matches!(cluster.database, Database::Formation(_));
+        let kind = if formation && round > database_fault_round && !database_kinds.is_empty() {
+            *rng.pick(&database_kinds)
+        } else {
+            *rng.pick(&kinds)
+        };
+        if is_database_fault(kind) {
+            database_fault_round = round;
+        }
+        *schedule
+            .counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(kind)
+            .or_default() += 1;
         let slot = rng.between(0, cluster.instances.len() as u64 - 1) as usize;
         match kind {
             "kill" => {
@@ -43,16 +115,39 @@ pub async fn inject(
                 tokio::time::sleep(Duration::from_millis(rng.between(200, 1500))).await;
                 cluster.instances[slot].amqp.restore();
             }
-            _ => {
-                let pg = cluster.pg.clone();
-                drop(cluster);
-                let _ = tokio::task::spawn_blocking(move || pg.restart()).await;
-            }
+            kind => match &mut cluster.database {
+                Database::Server(pg) => {
+                    let pg = pg.clone();
+                    drop(cluster);
+                    let _ = tokio::task::spawn_blocking(move || pg.restart()).await;
+                }
+                Database::Formation(formation) => fail_over(formation, kind, &mut rng).await,
+            },
         }
-        *counts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(kind)
-            .or_default() += 1;
     }
+}
+
+/// One database fault of a formation, healed: it returns once the formation is whole again.
+async fn fail_over(formation: &mut Formation, kind: &str, rng: &mut Rng) {
+    let primary = formation.await_healthy().await;
+    match kind {
+        "failover" => {
+            formation.kill(primary);
+            // How long the node stays dead: sometimes shorter than the monitor takes to
+            // promote a standby (the node comes back as the primary), mostly longer.
+            tokio::time::sleep(Duration::from_millis(rng.between(500, 6000))).await;
+            formation.restart(primary);
+        }
+        "switchover" => {
+            formation.switchover().await;
+            formation.await_primary_other_than(primary).await;
+        }
+        _ => {
+            formation.freeze(primary);
+            // How long the node stays frozen: a random pause, by design.
+            tokio::time::sleep(Duration::from_millis(rng.between(1000, 8000))).await;
+            formation.thaw(primary);
+        }
+    }
+    formation.await_healthy().await;
 }

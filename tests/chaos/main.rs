@@ -1,18 +1,23 @@
 //! The chaos checker (invariant 5, `docs/contract.md#invariant-5`): generated workloads are
 //! delivered through both doors, duplicated, reordered and raced across 2–3 real instances while
-//! instances are killed, broker connections dropped and Postgres crash-restarted; once the system
-//! is quiet, the database and the captured outbound events must equal each step applied once in
-//! causal order (what "equal" means with refunds and expiry: the top of `check.rs`).
+//! instances are killed, broker connections dropped and the database crash-restarted or failed
+//! over; once the system is quiet, the database and the captured outbound events must equal each
+//! step applied once in causal order, and each order's events must have been published in version
+//! order (what "equal" means with refunds and expiry: the top of `check.rs`).
 //!
-//! Two phases: the steady one (orders never expire: placements, payments, refunds, shipments,
-//! cancellations), then the expiry one, whose instances are restarted with a payment timeout of
-//! two seconds, so that no script of the steady phase is disturbed by the timer.
+//! Two tests, one after the other: one on a private Postgres server, crash-restarted; one on a
+//! pg_auto_failover formation, whose primary is killed, switched over and frozen (`faults.rs`).
+//! Each has two phases: the steady one (orders never expire: placements, payments, refunds,
+//! shipments, cancellations), then the expiry one, whose instances are restarted with a payment
+//! timeout of two seconds, so that no script of the steady phase is disturbed by the timer.
 //!
-//! Knobs: `CHAOS_SEED` (first seed; default: fixed seeds 1–8 plus four random ones, printed),
-//! `CHAOS_SCHEDULES` (steady schedules, default 12), `CHAOS_EXPIRY_SCHEDULES` (default 3: seed
-//! 101 and two random ones; with `CHAOS_SEED`, the seeds after the steady ones), `CHAOS_ORDERS` per
-//! schedule (default 6), `CHAOS_INSTANCES` (default 3), `CHAOS_PARALLEL` schedules at once (default
-//! 3), `CHAOS_FAULTS` (`kill,amqp,postgres` by default, `none` to disable), `CHAOS_SERVICE_BIN`
+//! Knobs, read by both tests (defaults: the server's, then the formation's):
+//! `CHAOS_SEED` (first seed; default: fixed seeds plus four random ones, printed),
+//! `CHAOS_SCHEDULES` (steady schedules, 12 and 20), `CHAOS_EXPIRY_SCHEDULES` (3 and 2; with
+//! `CHAOS_SEED`, the seeds after the steady ones), `CHAOS_ORDERS` per schedule (6),
+//! `CHAOS_INSTANCES` (3), `CHAOS_PARALLEL` schedules at once (3 and 5), `CHAOS_FAULTS` (every kind
+//! of the test's by default: `kill,amqp,postgres` and `kill,amqp,failover,switchover,freeze`;
+//! a kind the test does not have is left out; `none` disables faults), `CHAOS_SERVICE_BIN`
 //! (default: the binary cargo built with the test). A long run, and how to reproduce a failure:
 //! docs/development.md "The chaos checker".
 
@@ -24,7 +29,6 @@ mod faults;
 mod model;
 mod rng;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,18 +36,21 @@ use std::time::{Duration, Instant};
 use lapin::Channel;
 use lapin::options::{BasicAckOptions, BasicGetOptions};
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
 use tokio::sync::Mutex as AsyncMutex;
 
-use cluster::{Captured, Cluster};
+use cluster::{Captured, Cluster, Setup};
 use driver::{Door, Driver, Observations};
+use faults::Schedule;
 use model::{Action, Phase};
+use order_service::config::DEFAULT_LOCK_TIMEOUT;
+use order_service::store;
 use rng::Rng;
 
 /// The payment timeout of the expiry phase: short, so a round waits little for it.
 const EXPIRY_TIMEOUT_SECS: u64 = 2;
 
 struct Knobs {
+    setup: Setup,
     seeds: Vec<u64>,
     expiry_seeds: Vec<u64>,
     orders: usize,
@@ -60,9 +67,14 @@ fn knob(name: &str, default: u64) -> u64 {
 }
 
 impl Knobs {
-    fn from_env() -> Self {
-        let schedules = knob("CHAOS_SCHEDULES", 12);
-        let expiry = knob("CHAOS_EXPIRY_SCHEDULES", 3);
+    fn from_env(setup: Setup) -> Self {
+        // Defaults and fixed seeds per setup: the formation's schedules differ from the server's.
+        let (schedules, expiry, parallel, first_steady, fixed_steady, first_expiry) = match setup {
+            Setup::Server => (12, 3, 3, 1, 8, 101),
+            Setup::Formation => (20, 2, 5, 201, 16, 301),
+        };
+        let schedules = knob("CHAOS_SCHEDULES", schedules);
+        let expiry = knob("CHAOS_EXPIRY_SCHEDULES", expiry);
         let (seeds, expiry_seeds) = match std::env::var("CHAOS_SEED")
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
@@ -84,20 +96,27 @@ impl Knobs {
                         .collect()
                 };
                 (
-                    seeds(schedules, 1, schedules.saturating_sub(4).min(8)),
-                    seeds(expiry, 101, expiry.saturating_sub(2).min(1)),
+                    seeds(
+                        schedules,
+                        first_steady,
+                        schedules.saturating_sub(4).min(fixed_steady),
+                    ),
+                    seeds(expiry, first_expiry, expiry.saturating_sub(2).min(1)),
                 )
             }
         };
-        let faults = std::env::var("CHAOS_FAULTS").unwrap_or_else(|_| "kill,amqp,postgres".into());
+        let kinds = faults::kinds(setup);
+        let faults = std::env::var("CHAOS_FAULTS").unwrap_or_else(|_| kinds.join(","));
         Self {
+            setup,
             seeds,
             expiry_seeds,
             orders: knob("CHAOS_ORDERS", 6) as usize,
             instances: knob("CHAOS_INSTANCES", 3).clamp(1, 8) as usize,
-            parallel: knob("CHAOS_PARALLEL", 3).max(1) as usize,
-            faults: ["kill", "amqp", "postgres"]
-                .into_iter()
+            parallel: knob("CHAOS_PARALLEL", parallel).max(1) as usize,
+            faults: kinds
+                .iter()
+                .copied()
                 .filter(|f| faults.split(',').any(|g| g.trim() == *f))
                 .collect(),
         }
@@ -112,8 +131,8 @@ struct Harness {
     channel: Channel,
     exchange: String,
     captured: Arc<Mutex<Vec<Captured>>>,
-    /// Faults are injected while set.
-    active: Arc<AtomicBool>,
+    /// Shared with the fault injector.
+    schedule: Schedule,
     orders: usize,
     parallel: usize,
 }
@@ -126,6 +145,8 @@ struct Tally {
     amqp: usize,
     refunds: usize,
     refund_deliveries: usize,
+    /// Schedules whose round saw a database fault begin.
+    across_database_faults: usize,
     premature_refunds: u64,
     expired: u64,
     paid_before_timer: u64,
@@ -142,7 +163,9 @@ impl Harness {
     async fn run(&self, phase: Phase, seeds: &[u64], started: Instant, tally: &mut Tally) {
         let timeout_ms = EXPIRY_TIMEOUT_SECS * 1000;
         for round in seeds.chunks(self.parallel) {
-            self.active.store(true, Ordering::SeqCst);
+            self.schedule.round.fetch_add(1, Ordering::SeqCst);
+            let database_faults = self.schedule.database_faults();
+            self.schedule.active.store(true, Ordering::SeqCst);
             let mut schedules = vec![];
             for &seed in round {
                 let mut rng = Rng::new(seed);
@@ -185,8 +208,11 @@ impl Harness {
             for (_, scripts, expected, ..) in &schedules {
                 check::quiesce(&self.pool, scripts, expected, || self.captured(), settle).await;
             }
-            self.active.store(false, Ordering::SeqCst);
+            self.schedule.active.store(false, Ordering::SeqCst);
             drop(self.cluster.lock().await);
+            if self.schedule.database_faults() > database_faults {
+                tally.across_database_faults += round.len();
+            }
             for (seed, scripts, expected, deliveries, driver, _) in schedules {
                 check::quiesce(&self.pool, &scripts, &expected, || self.captured(), settle).await;
                 let mut comparison = check::compare(
@@ -266,31 +292,43 @@ impl Harness {
     }
 }
 
+/// The two tests run one after the other: each starts a database, three instances and faults,
+/// too much for two at once on the project's two cores.
+static ONE_AT_A_TIME: AsyncMutex<()> = AsyncMutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_delivery_pattern_ends_in_the_causal_state() {
-    let knobs = Knobs::from_env();
+    let _alone = ONE_AT_A_TIME.lock().await;
+    Box::pin(check_schedules(Knobs::from_env(Setup::Server))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_delivery_pattern_ends_in_the_causal_state_across_database_failovers() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    Box::pin(check_schedules(Knobs::from_env(Setup::Formation))).await;
+}
+
+async fn check_schedules(knobs: Knobs) {
     let started = Instant::now();
     let show = |seeds: &[u64]| match seeds {
         [first, .., last] if seeds.len() > 16 => format!("{first}..={last}"),
         seeds => format!("{seeds:?}"),
     };
     println!(
-        "chaos: seeds {} then expiry seeds {}, {} orders each, {} instances, faults {:?}",
+        "chaos: {:?}, seeds {} then expiry seeds {}, {} orders each, {} instances, faults {:?}",
+        knobs.setup,
         show(&knobs.seeds),
         show(&knobs.expiry_seeds),
         knobs.orders,
         knobs.instances,
         knobs.faults
     );
-    let cluster = Cluster::start(knobs.instances).await;
-    let pool = PgPoolOptions::new()
-        .max_connections(16)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect_lazy(&format!(
-            "postgres://postgres@127.0.0.1:{}/order_service",
-            cluster.pg.port
-        ))
-        .expect("pool");
+    let cluster = Cluster::start(knobs.setup, knobs.instances).await;
+    println!("chaos: {:?} up after {:?}", knobs.setup, started.elapsed());
+    // The store's pool: with a formation's host list, it follows the writable node.
+    let pool = store::database(&cluster.database_url, DEFAULT_LOCK_TIMEOUT)
+        .expect("the database URL")
+        .pool(16);
     let harness = Harness {
         pool,
         ports: cluster.instances.iter().map(|i| i.http_port).collect(),
@@ -298,16 +336,15 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
         exchange: cluster.topology.inbound_exchange.clone(),
         captured: cluster.captured.clone(),
         cluster: Arc::new(AsyncMutex::new(cluster)),
-        active: Arc::new(AtomicBool::new(false)),
+        schedule: Schedule::default(),
         orders: knobs.orders,
         parallel: knobs.parallel,
     };
 
     let stop = Arc::new(AtomicBool::new(false));
-    let fault_counts = Arc::new(Mutex::new(BTreeMap::new()));
     let faults = tokio::spawn(faults::inject(
         harness.cluster.clone(),
-        harness.active.clone(),
+        harness.schedule.clone(),
         stop.clone(),
         knobs.faults.clone(),
         knobs
@@ -317,7 +354,6 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
             .next()
             .copied()
             .unwrap_or(0),
-        fault_counts.clone(),
     ));
 
     let mut tally = Tally::default();
@@ -336,9 +372,19 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
             .await;
     }
     stop.store(true, Ordering::SeqCst);
-    let _ = faults.await;
+    // A fault that could not heal (the formation never whole again) fails the run.
+    if let Err(injector) = faults.await {
+        tally
+            .failures
+            .push(format!("the fault injector failed: {injector}"));
+    }
 
-    let Harness { cluster, pool, .. } = harness;
+    let Harness {
+        cluster,
+        pool,
+        schedule,
+        ..
+    } = harness;
     let mut cluster = Arc::try_unwrap(cluster)
         .ok()
         .expect("faults stopped")
@@ -386,8 +432,10 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
         println!("{}", cluster.logs());
     }
     println!(
-        "chaos summary: {} schedules ({} steady, {} expiry) × {} orders, {} deliveries ({} REST, {} AMQP), \
-         {} refunds in {} deliveries ({} REST answers premature), {} orders expired by the timer and {} paid before it, faults {:?}, {} violations, {:?}",
+        "chaos summary: {:?}, {} schedules ({} steady, {} expiry) × {} orders, {} deliveries ({} REST, {} AMQP), \
+         {} refunds in {} deliveries ({} REST answers premature), {} orders expired by the timer and {} paid before it, \
+         faults {:?}, {} schedules across a database fault, {} violations, {:?}",
+        knobs.setup,
         tally.schedules,
         knobs.seeds.len(),
         knobs.expiry_seeds.len(),
@@ -400,7 +448,12 @@ async fn every_delivery_pattern_ends_in_the_causal_state() {
         tally.premature_refunds,
         tally.expired,
         tally.paid_before_timer,
-        fault_counts.lock().map(|c| c.clone()).unwrap_or_default(),
+        schedule
+            .counts
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default(),
+        tally.across_database_faults,
         failures.len(),
         started.elapsed()
     );
