@@ -200,14 +200,14 @@ async fn the_relays_read_is_one_range_of_its_index_on_a_large_outbox() {
     .unwrap();
     let mut conn = db.pool.acquire().await.unwrap();
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "PREPARE relay_read(int8, int8, int8) AS {}",
+        "PREPARE relay_read(int8) AS {}",
         outbox::READ_AFTER_CURSOR
     )))
     .execute(&mut *conn)
     .await
     .unwrap();
 
-    let plan: Vec<String> = sqlx::query_scalar("EXPLAIN EXECUTE relay_read(0, 0, 256)")
+    let plan: Vec<String> = sqlx::query_scalar("EXPLAIN EXECUTE relay_read(256)")
         .fetch_all(&mut *conn)
         .await
         .unwrap();
@@ -221,6 +221,54 @@ async fn the_relays_read_is_one_range_of_its_index_on_a_large_outbox() {
         !plan.contains("Seq Scan") && !plan.contains("Sort"),
         "{plan}"
     );
+}
+
+#[tokio::test]
+async fn a_batch_is_read_after_the_cursor_committed_while_its_lease_was_taken() {
+    let db = TestDb::create(DEFAULT_LOCK_TIMEOUT).await;
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO outbox (event_id, exchange, routing_key, body, properties, pos) \
+         SELECT gen_random_uuid(), 'x', 'k', '\\x7b7d', '{}', '1' FROM generate_series(1, 4) \
+         RETURNING id",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    // A relay's transaction: its first statement (a snapshot) takes the lease, as the relay's
+    // state statement does.
+    let mut relay = db.pool.begin().await.unwrap();
+    let leased: bool = sqlx::query_scalar(
+        "SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay'))",
+    )
+    .fetch_one(&mut *relay)
+    .await
+    .unwrap();
+    assert!(leased);
+    // The relay that held the lease before committed its cursor past the first two rows in the
+    // meantime (here, after that snapshot).
+    sqlx::query(
+        "INSERT INTO outbox_publications (through_pos, through_id, events) VALUES ('1', $1, 2)",
+    )
+    .bind(ids[1])
+    .execute(&db.pool)
+    .await
+    .unwrap();
+
+    let read: Vec<(i64, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id, readable FROM ({}) AS batch",
+        outbox::READ_AFTER_CURSOR
+    )))
+    .bind(256_i64)
+    .fetch_all(&mut *relay)
+    .await
+    .unwrap();
+    let readable: Vec<i64> = read.iter().filter(|r| r.1).map(|r| r.0).collect();
+    assert_eq!(
+        readable,
+        ids[2..],
+        "the batch starts after the newest cursor"
+    );
+    relay.rollback().await.unwrap();
 }
 
 /// Runs `order-service outbox …` against `db`: whether it succeeded, and its stdout.

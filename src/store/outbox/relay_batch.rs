@@ -65,7 +65,6 @@ pub struct RelayBatch {
 struct RelayState {
     leased: bool,
     cursor_pos: i64,
-    cursor_id: i64,
     marks_published: bool,
     /// The next transaction id this server will assign.
     next_xid: i64,
@@ -83,26 +82,35 @@ struct LogRow {
     row: PendingRow,
 }
 
-/// The rows after the cursor `($1, $2)` and below the horizon, `$3` at most, in log order: every
-/// column but a raw message's body, which `pending::load` reads for the rows within the batch's
-/// byte budget; then, not readable, the first committed row at or past the horizon if there is
-/// one (its id only): rows wait behind it. Each part is one range of `outbox_pos_id_idx`, the row
-/// comparison and `xmin` (a constant of the statement's snapshot) its bounds
-/// (tests/amqp/outbox_log.rs checks the plan on a large table).
-pub const READ_AFTER_CURSOR: &str = "(SELECT pos::text::int8 AS pos, true AS readable, \
+/// The rows after the cursor and below the horizon, `$1` at most, in log order: every column but
+/// a raw message's body, which `pending::load` reads for the rows within the batch's byte budget;
+/// then, not readable, the first committed row at or past the horizon if there is one (its id
+/// only): rows wait behind it. Each part is one range of `outbox_pos_id_idx`, the row comparison
+/// and `xmin` (a constant of the statement's snapshot) its bounds (tests/amqp/outbox_log.rs checks
+/// the plan on a large table).
+///
+/// The statement reads the cursor itself, in its own snapshot, taken after the lease is held:
+/// the statement that takes the lease took its snapshot before it, when the relay that held the
+/// lease may not yet have committed its cursor, and a batch read after that older cursor would be
+/// published a second time.
+pub const READ_AFTER_CURSOR: &str = "WITH cursor AS MATERIALIZED (\
+        SELECT through_pos, through_id FROM outbox_publications \
+        ORDER BY through_pos DESC, through_id DESC LIMIT 1) \
+    (SELECT pos::text::int8 AS pos, true AS readable, \
         published_at IS NOT NULL AS published, id, event_id, created_at, event_type, \
         payload::text AS payload, exchange, routing_key, properties::text AS properties, \
         octet_length(body)::int8 AS body_bytes, traceparent, tracestate \
     FROM outbox \
-    WHERE (pos, id) > ($1::int8::text::xid8, $2) \
+    WHERE (pos, id) > ((SELECT through_pos FROM cursor), (SELECT through_id FROM cursor)) \
       AND pos < pg_snapshot_xmin(pg_current_snapshot()) \
-    ORDER BY outbox.pos, outbox.id LIMIT $3) \
+    ORDER BY outbox.pos, outbox.id LIMIT $1) \
     UNION ALL \
     (SELECT pos::text::int8, false, false, id, event_id, created_at, NULL, NULL, NULL, NULL, \
         NULL, NULL, NULL, NULL \
     FROM outbox \
-    WHERE pos >= greatest(pg_snapshot_xmin(pg_current_snapshot()), $1::int8::text::xid8) \
-      AND (pos, id) > ($1::int8::text::xid8, $2) \
+    WHERE pos >= greatest(pg_snapshot_xmin(pg_current_snapshot()), \
+                          (SELECT through_pos FROM cursor)) \
+      AND (pos, id) > ((SELECT through_pos FROM cursor), (SELECT through_id FROM cursor)) \
     ORDER BY outbox.pos, outbox.id LIMIT 1)";
 
 /// Reads up to `limit` rows after the cursor. Relays on several instances take turns batch by
@@ -115,16 +123,17 @@ pub const READ_AFTER_CURSOR: &str = "(SELECT pos::text::int8 AS pos, true AS rea
 /// (docs/operations/runbook.md "OrderServiceOutboxRelayRefuses").
 pub async fn read_batch(pool: &PgPool, limit: u32) -> Result<BatchRead, StoreError> {
     let mut tx = crate::store::begin(pool).await?;
-    // One statement: the lease, the cursor (the last batch published), the mode, and whether
-    // anything is positioned past the server's transaction ids (one probe of the `(pos, id)`
-    // index from `xmax`, the statement snapshot's next transaction id).
+    // One statement: the lease, the mode, and whether the cursor (the last batch published) or
+    // anything else is positioned past the server's transaction ids (one probe of the `(pos, id)`
+    // index from `xmax`, the statement snapshot's next transaction id). Its snapshot is older
+    // than the lease: the batch reads the cursor again (`READ_AFTER_CURSOR`).
     let state = sqlx::query_as::<_, RelayState>(
         "WITH snapshot AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin, \
                                   pg_snapshot_xmax(pg_current_snapshot()) AS xmax), \
               cursor AS (SELECT through_pos, through_id FROM outbox_publications \
                          ORDER BY through_pos DESC, through_id DESC LIMIT 1) \
          SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay')) AS leased, \
-                cursor.through_pos::text::int8 AS cursor_pos, cursor.through_id AS cursor_id, \
+                cursor.through_pos::text::int8 AS cursor_pos, \
                 mode.marks_published, snapshot.xmax::text::int8 AS next_xid, \
                 (cursor.through_pos >= snapshot.xmax \
                  OR EXISTS (SELECT 1 FROM outbox WHERE pos >= snapshot.xmax)) AS rows_ahead \
@@ -146,8 +155,6 @@ pub async fn read_batch(pool: &PgPool, limit: u32) -> Result<BatchRead, StoreErr
         });
     }
     let mut rows = sqlx::query_as::<_, LogRow>(READ_AFTER_CURSOR)
-        .bind(state.cursor_pos)
-        .bind(state.cursor_id)
         .bind(i64::from(limit))
         .fetch_all(&mut *tx)
         .await?;
