@@ -21,6 +21,8 @@ const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 /// Generous: a give-up bound for a formation that does not come up, not a measure.
 const SETTLE: Duration = Duration::from_secs(120);
 pub const NODES: usize = 3;
+/// How often a node that waits to rejoin has the primary asked for a checkpoint.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(3);
 
 /// The monitor's failure detection, shortened from the defaults (a 5 s health check period,
 /// 20 s before a node is considered unhealthy, 30 s for a primary to demote itself).
@@ -206,13 +208,52 @@ impl Formation {
     }
 
     /// Waits until the formation is whole again: one primary, the other nodes secondaries, all
-    /// where the monitor wants them; returns the primary.
+    /// where the monitor wants them; returns the primary. A node that rejoins by copying the
+    /// primary (`pg_basebackup`, when `pg_rewind` cannot serve) waits for a checkpoint, which
+    /// Postgres spreads over minutes: the primary is asked for one every few seconds meanwhile.
+    /// Gives up, with the monitor's view and the tail of every log, after a generous bound.
     pub async fn await_healthy(&self) -> usize {
-        self.await_state("the formation to be healthy", |states| {
-            healthy(states).is_some()
-        })
-        .await;
-        self.primary().await
+        let started = std::time::Instant::now();
+        let mut last_checkpoint = started;
+        loop {
+            let states = self.states().await;
+            if let Some(port) = states.as_deref().and_then(healthy) {
+                if let Some(node) = self.ports.iter().position(|p| *p == port) {
+                    return node;
+                }
+            }
+            if last_checkpoint.elapsed() > CHECKPOINT_EVERY {
+                if let Some(primary) = self.primary_now().await {
+                    // Bounded: a frozen or dying primary does not answer.
+                    let _ = tokio::time::timeout(CHECKPOINT_EVERY, self.checkpoint(primary)).await;
+                }
+                last_checkpoint = std::time::Instant::now();
+            }
+            assert!(
+                started.elapsed() < SETTLE,
+                "gave up waiting for the formation to be healthy after {SETTLE:?}; the monitor \
+                 reports {states:?}\n{}",
+                self.log_tails()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The last lines of the monitor's and every node's log, for a failure report.
+    pub fn log_tails(&self) -> String {
+        std::iter::once("monitor".to_owned())
+            .chain((0..NODES).map(|node| format!("node{node}")))
+            .map(|name| {
+                let text = std::fs::read_to_string(self.dir.join(format!("{name}.log")))
+                    .unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(25).collect();
+                format!(
+                    "--- {name} ---\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// Waits until the monitor reports a primary other than `old` (the formation may still be
@@ -226,10 +267,19 @@ impl Formation {
     }
 
     /// SIGKILL to the node's keeper and its Postgres at once, as a machine that dies.
+    /// Returns once every process of the node is gone: a keeper killed with its parent
+    /// (`runuser`) is reaped by init, and until then its pid file names a process that still
+    /// exists, so a keeper run again on the node would refuse to start.
     pub fn kill(&mut self, node: usize) {
-        self.signal(node, "KILL");
+        let pids = self.signal(node, "KILL");
         if let Some(mut child) = self.nodes[node].take() {
             let _ = child.wait();
+        }
+        let started = std::time::Instant::now();
+        while pids.iter().any(|pid| Path::new(&format!("/proc/{pid}")).exists())
+            && started.elapsed() < SETTLE
+        {
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -245,9 +295,10 @@ impl Formation {
     /// `kill -<name>` to every process of the node: its keeper's process group, and its
     /// Postgres with every backend (Postgres may run in a session of its own when the keeper
     /// started it through `pg_ctl`, which calls `setsid`).
-    fn signal(&self, node: usize, name: &str) {
-        if let Some(child) = &self.nodes[node] {
-            signal_tree(child, &self.dir.join(format!("node{node}")), name);
+    fn signal(&self, node: usize, name: &str) -> Vec<u32> {
+        match &self.nodes[node] {
+            Some(child) => signal_tree(child, &self.dir.join(format!("node{node}")), name),
+            None => vec![],
         }
     }
 
@@ -423,8 +474,8 @@ impl Processes {
 }
 
 /// `kill -<name>` to the process group `child` leads and to the Postgres of `data` with all
-/// its backends.
-fn signal_tree(child: &Child, data: &Path, name: &str) {
+/// its backends; returns the processes signalled.
+fn signal_tree(child: &Child, data: &Path, name: &str) -> Vec<u32> {
     let processes = Processes::read();
     let mut roots = processes.in_group(child.id());
     if let Some(postmaster) = std::fs::read_to_string(data.join("postmaster.pid"))
@@ -433,17 +484,14 @@ fn signal_tree(child: &Child, data: &Path, name: &str) {
     {
         roots.push(postmaster);
     }
-    let pids: Vec<String> = processes
-        .with_descendants(&roots)
-        .iter()
-        .map(u32::to_string)
-        .collect();
+    let pids = processes.with_descendants(&roots);
     let _ = Command::new("kill")
         .arg(format!("-{name}"))
         .arg("--")
-        .args(pids)
+        .args(pids.iter().map(u32::to_string))
         .stderr(Stdio::null())
         .status();
+    pids
 }
 
 fn path(path: &Path) -> &str {
