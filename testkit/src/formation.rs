@@ -217,10 +217,10 @@ impl Formation {
         let mut last_checkpoint = started;
         loop {
             let states = self.states().await;
-            if let Some(port) = states.as_deref().and_then(healthy) {
-                if let Some(node) = self.ports.iter().position(|p| *p == port) {
-                    return node;
-                }
+            if let Some(port) = states.as_deref().and_then(healthy)
+                && let Some(node) = self.ports.iter().position(|p| *p == port)
+            {
+                return node;
             }
             if last_checkpoint.elapsed() > CHECKPOINT_EVERY {
                 if let Some(primary) = self.primary_now().await {
@@ -276,7 +276,9 @@ impl Formation {
             let _ = child.wait();
         }
         let started = std::time::Instant::now();
-        while pids.iter().any(|pid| Path::new(&format!("/proc/{pid}")).exists())
+        while pids
+            .iter()
+            .any(|pid| Path::new(&format!("/proc/{pid}")).exists())
             && started.elapsed() < SETTLE
         {
             std::thread::sleep(Duration::from_millis(20));
