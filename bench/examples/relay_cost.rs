@@ -20,6 +20,9 @@
 //! read from `/proc`. Reported per relay: Postgres CPU of its backends per event, WAL per event
 //! (the phase's WAL less the `none` phase's), and events per relay transaction.
 
+mod common;
+
+use common::{median, place, wal_lsn};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -31,9 +34,6 @@ use lapin::types::FieldTable;
 use order_service::amqp::{Relay, connect, topology};
 use order_service::app::{App, RelayWakeup};
 use order_service::config::{self, AmqpConfig, DEFAULT_LOCK_TIMEOUT, RelayConfig};
-use order_service::domain::{
-    AmountMinor, Cause, Currency, CustomerId, EventId, Money, NewOrder, OrderId,
-};
 use order_service::health::Readiness;
 use order_service::store;
 use order_service_testkit::TestDb;
@@ -211,7 +211,7 @@ async fn run(variant: Variant) -> anyhow::Result<Phase> {
             let mut written = 0;
             while started.elapsed() < Duration::from_secs(SECONDS) {
                 tick.tick().await;
-                place(&app).await.expect("place an order");
+                place(&app, "relay-cost").await.expect("place an order");
                 written += 1;
             }
             written
@@ -326,13 +326,6 @@ async fn publications(pool: &PgPool) -> anyhow::Result<u64> {
     Ok(u64::try_from(rows)?)
 }
 
-async fn wal_lsn(pool: &PgPool) -> anyhow::Result<f64> {
-    let lsn: f64 = sqlx::query_scalar("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::float8")
-        .fetch_one(pool)
-        .await?;
-    Ok(lsn)
-}
-
 /// CPU seconds used so far by each backend of the relay's pool.
 async fn backend_cpu(pool: &PgPool) -> anyhow::Result<HashMap<i32, f64>> {
     let pids: Vec<i32> = sqlx::query_scalar(
@@ -351,27 +344,4 @@ async fn backend_cpu(pool: &PgPool) -> anyhow::Result<HashMap<i32, f64>> {
             Some((pid, (field(11)? + field(12)?) / 100.0))
         })
         .collect())
-}
-
-async fn place(app: &App) -> anyhow::Result<()> {
-    let new = NewOrder {
-        id: OrderId::generate(),
-        customer_id: CustomerId::parse("relay-cost")?,
-        amount: Money::new(AmountMinor::parse(100)?, Currency::parse("EUR")?),
-    };
-    app.place(
-        new,
-        &Cause::Amqp {
-            event_id: EventId::parse("relay-cost")?,
-        },
-        &order_service::telemetry::TraceContext::start(),
-    )
-    .await?;
-    Ok(())
-}
-
-fn median(phases: &[Phase], figure: impl Fn(&Phase) -> f64) -> f64 {
-    let mut values: Vec<f64> = phases.iter().map(figure).collect();
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }

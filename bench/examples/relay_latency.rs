@@ -9,6 +9,9 @@
 //! committed through the application layer and timed from the moment its command returned
 //! (committed) to the moment a subscriber bound to the outbound exchange received the event.
 
+mod common;
+
+use common::place;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,9 +22,6 @@ use lapin::types::FieldTable;
 use order_service::amqp::{Relay, connect, topology};
 use order_service::app::App;
 use order_service::config::{self, DEFAULT_LOCK_TIMEOUT, RelayConfig};
-use order_service::domain::{
-    AmountMinor, Cause, Currency, CustomerId, EventId, Money, NewOrder, OrderId,
-};
 use order_service::health::Readiness;
 use order_service_testkit::TestDb;
 use tokio_util::sync::CancellationToken;
@@ -105,7 +105,7 @@ async fn main() -> anyhow::Result<()> {
     // Idle: one order at a time, 20 ms apart.
     let mut idle = vec![];
     for _ in 0..200 {
-        let (order, committed) = place(&app).await?;
+        let (order, committed) = place_timed(&app).await?;
         idle.push(wait_for(&arrivals, &order, committed).await);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -118,7 +118,7 @@ async fn main() -> anyhow::Result<()> {
         writers.push(tokio::spawn(async move {
             let mut placed = vec![];
             for _ in 0..63 {
-                placed.push(place(&app).await.expect("place"));
+                placed.push(place_timed(&app).await.expect("place"));
             }
             placed
         }));
@@ -157,21 +157,9 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn place(app: &App) -> anyhow::Result<(String, Instant)> {
-    let id = OrderId::generate();
-    let new = NewOrder {
-        id,
-        customer_id: CustomerId::parse("latency")?,
-        amount: Money::new(AmountMinor::parse(100)?, Currency::parse("EUR")?),
-    };
-    app.place(
-        new,
-        &Cause::Amqp {
-            event_id: EventId::parse("latency")?,
-        },
-        &order_service::telemetry::TraceContext::start(),
-    )
-    .await?;
+/// Places an order; returns its id and the moment its command returned (committed).
+async fn place_timed(app: &App) -> anyhow::Result<(String, Instant)> {
+    let id = place(app, "latency").await?;
     Ok((id.to_string(), Instant::now()))
 }
 

@@ -17,14 +17,14 @@
 //! size after the first `EVENTS`, says whether the space the prune and VACUUM freed is reused. Reported: medians over
 //! `ROUNDS` rounds.
 
+mod common;
+
+use common::{median, place, wal_lsn};
 use std::time::{Duration, Instant};
 
 use order_service::amqp::relay::prune;
 use order_service::app::App;
 use order_service::config::DEFAULT_LOCK_TIMEOUT;
-use order_service::domain::{
-    AmountMinor, Cause, Currency, CustomerId, EventId, Money, NewOrder, OrderId,
-};
 use order_service_testkit::TestDb;
 use sqlx::PgPool;
 
@@ -119,7 +119,7 @@ async fn write(app: &App) -> anyhow::Result<()> {
         let app = app.clone();
         writers.spawn(async move {
             for _ in 0..EVENTS / WRITERS {
-                place(&app).await?;
+                place(&app, "retention-cost").await?;
             }
             anyhow::Ok(())
         });
@@ -147,34 +147,4 @@ async fn outbox_size(pool: &PgPool) -> anyhow::Result<f64> {
         .fetch_one(pool)
         .await?;
     Ok(bytes as f64)
-}
-
-async fn wal_lsn(pool: &PgPool) -> anyhow::Result<f64> {
-    let lsn: f64 = sqlx::query_scalar("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::float8")
-        .fetch_one(pool)
-        .await?;
-    Ok(lsn)
-}
-
-async fn place(app: &App) -> anyhow::Result<()> {
-    let new = NewOrder {
-        id: OrderId::generate(),
-        customer_id: CustomerId::parse("retention-cost")?,
-        amount: Money::new(AmountMinor::parse(100)?, Currency::parse("EUR")?),
-    };
-    app.place(
-        new,
-        &Cause::Amqp {
-            event_id: EventId::parse("retention-cost")?,
-        },
-        &order_service::telemetry::TraceContext::start(),
-    )
-    .await?;
-    Ok(())
-}
-
-fn median(rounds: &[Round], figure: impl Fn(&Round) -> f64) -> f64 {
-    let mut values: Vec<f64> = rounds.iter().map(figure).collect();
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }

@@ -12,6 +12,9 @@
 //! process (the relay, and the idle writer side). Reported per variant: the median drain rate and
 //! the CPU per 1 000 events, and the ratio of with to without, measured in the same run.
 
+mod common;
+
+use common::place;
 use std::time::{Duration, Instant};
 
 use lapin::options::{QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions};
@@ -19,9 +22,6 @@ use lapin::types::{AMQPValue, FieldTable};
 use order_service::amqp::{EventStream, Relay, connect, topology};
 use order_service::app::App;
 use order_service::config::{self, AmqpConfig, DEFAULT_LOCK_TIMEOUT, RelayConfig};
-use order_service::domain::{
-    AmountMinor, Cause, Currency, CustomerId, EventId, Money, NewOrder, OrderId,
-};
 use order_service::health::Readiness;
 use order_service_testkit::TestDb;
 use tokio_util::sync::CancellationToken;
@@ -121,7 +121,7 @@ async fn drain(stream: bool) -> anyhow::Result<Drain> {
         let app = app.clone();
         writers.push(tokio::spawn(async move {
             for _ in 0..EVENTS / 16 {
-                place(&app).await.expect("place an order");
+                place(&app, "stream-cost").await.expect("place an order");
             }
         }));
     }
@@ -187,23 +187,6 @@ async fn drain(stream: bool) -> anyhow::Result<Drain> {
         rabbitmq_ms: per_thousand(rabbitmq),
         relay_ms: per_thousand(me),
     })
-}
-
-async fn place(app: &App) -> anyhow::Result<()> {
-    let new = NewOrder {
-        id: OrderId::generate(),
-        customer_id: CustomerId::parse("stream-cost")?,
-        amount: Money::new(AmountMinor::parse(100)?, Currency::parse("EUR")?),
-    };
-    app.place(
-        new,
-        &Cause::Amqp {
-            event_id: EventId::parse("stream-cost")?,
-        },
-        &order_service::telemetry::TraceContext::start(),
-    )
-    .await?;
-    Ok(())
 }
 
 /// CPU seconds (user + system) used so far by the processes named `name`.

@@ -1,0 +1,46 @@
+//! What the relay and retention examples share: placing an order through the application layer
+//! (one `order.created` row in the outbox), the server's WAL position, and the median of a
+//! figure over rounds. Each example includes this module (`mod common;`) and uses a part of it.
+#![allow(dead_code)]
+
+use order_service::app::App;
+use order_service::domain::{
+    AmountMinor, Cause, Currency, CustomerId, EventId, Money, NewOrder, OrderId,
+};
+use sqlx::PgPool;
+
+/// Places a new order of 1.00 EUR for `customer`, as a consumer delivery would (the cause is an
+/// AMQP event named after the customer); returns its id once it is committed.
+pub async fn place(app: &App, customer: &str) -> anyhow::Result<OrderId> {
+    let id = OrderId::generate();
+    let new = NewOrder {
+        id,
+        customer_id: CustomerId::parse(customer)?,
+        amount: Money::new(AmountMinor::parse(100)?, Currency::parse("EUR")?),
+    };
+    app.place(
+        new,
+        &Cause::Amqp {
+            event_id: EventId::parse(customer)?,
+        },
+        &order_service::telemetry::TraceContext::start(),
+    )
+    .await?;
+    Ok(id)
+}
+
+/// The server's current WAL position, in bytes: the difference of two is the WAL written
+/// between them.
+pub async fn wal_lsn(pool: &PgPool) -> anyhow::Result<f64> {
+    let lsn: f64 = sqlx::query_scalar("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::float8")
+        .fetch_one(pool)
+        .await?;
+    Ok(lsn)
+}
+
+/// The median of `figure` over `rounds` (the upper one of an even count).
+pub fn median<T>(rounds: &[T], figure: impl Fn(&T) -> f64) -> f64 {
+    let mut values: Vec<f64> = rounds.iter().map(figure).collect();
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
