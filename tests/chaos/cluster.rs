@@ -185,7 +185,9 @@ impl Cluster {
         );
         let child = Command::from(command)
             .env("LOG_FORMAT", "json")
-            .env("RUST_LOG", "warn")
+            // The pool's choice of host is logged: a failing schedule's kept logs show which
+            // node each instance wrote to, and when.
+            .env("RUST_LOG", "warn,order_service::store::failover=info")
             .env("DB_MAX_CONNECTIONS", "8")
             .env("SHUTDOWN_GRACE_SECS", "5")
             .env("OUTBOX_POLL_MS", "250")
@@ -247,6 +249,17 @@ impl Cluster {
         let _ = &self._connection;
     }
 
+    /// Copies every log of the run (the instances', and for a formation the monitor's, each
+    /// keeper's and each Postgres's) out of the database's directory, which is removed with
+    /// the database, to a directory under the build's temporary directory that is kept: a
+    /// failing schedule's evidence. Returns that directory.
+    pub fn keep_logs(&self) -> PathBuf {
+        let kept = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("chaos-logs-{}", uuid::Uuid::new_v4().simple()));
+        copy_logs(self.database.dir(), self.database.dir(), &kept);
+        kept
+    }
+
     /// The tail of every instance's log, for a failure report.
     pub fn logs(&self) -> String {
         self.instances
@@ -262,6 +275,31 @@ impl Cluster {
             })
             .collect::<Vec<_>>()
             .join("\n")
+    }
+}
+
+/// Copies the logs under `dir` (files named `*.log`, and every file of a `log` directory, as
+/// Postgres's collector writes them) to the same relative paths under `kept`. Data files are
+/// left: they are large and not evidence a reader can use.
+fn copy_logs(root: &std::path::Path, dir: &std::path::Path, kept: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let in_log_dir = dir.file_name().is_some_and(|name| name == "log");
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_logs(root, &path, kept);
+        } else if in_log_dir || path.extension().is_some_and(|ext| ext == "log") {
+            let Ok(relative) = path.strip_prefix(root) else {
+                continue;
+            };
+            let target = kept.join(relative);
+            if let Some(parent) = target.parent() {
+                let _ = std::fs::create_dir_all(parent);
+            }
+            let _ = std::fs::copy(&path, target);
+        }
     }
 }
 

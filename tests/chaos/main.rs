@@ -430,6 +430,10 @@ async fn check_schedules(knobs: Knobs) {
     }
     if !failures.is_empty() {
         println!("{}", cluster.logs());
+        println!(
+            "chaos: every log of the run kept in {}",
+            cluster.keep_logs().display()
+        );
     }
     println!(
         "chaos summary: {:?}, {} schedules ({} steady, {} expiry) × {} orders, {} deliveries ({} REST, {} AMQP), \
