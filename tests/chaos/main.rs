@@ -239,13 +239,15 @@ impl Harness {
                     .unwrap_or_default();
                 comparison.diffs.extend(observations);
                 if !comparison.diffs.is_empty() {
-                    tally.failures.push(self.report(
-                        phase,
-                        seed,
-                        &scripts,
-                        &deliveries,
-                        &comparison.diffs,
-                    ));
+                    let report = self.report(phase, seed, &scripts, &deliveries, &comparison.diffs);
+                    // Said at once, with the logs as they are now: a long run may be stopped
+                    // before its end, and the logs of the moment are the evidence.
+                    let kept = self.cluster.lock().await.keep_logs();
+                    println!(
+                        "chaos: FAILED {report}\nchaos: every log so far kept in {}",
+                        kept.display()
+                    );
+                    tally.failures.push(report);
                 }
             }
             println!(
