@@ -32,6 +32,7 @@ pub struct Resources {
 pub struct CpuTable {
     pub reference: CpuPerOp,
     pub ceiling: CpuPerOp,
+    pub app_layer: CpuPerOp,
     pub natural_batched: CpuPerOp,
     pub dedup_table_batched: CpuPerOp,
     pub consumer: CpuPerOp,
@@ -53,6 +54,7 @@ impl Resources {
         let cpu_per_operation = CpuTable {
             reference: per_delivery(&raw.reference),
             ceiling: per_delivery(&raw.ceiling),
+            app_layer: per_delivery(&raw.app_layer),
             natural_batched: per_delivery(&raw.natural),
             dedup_table_batched: per_delivery(&raw.dedup_table),
             consumer: per_op(consumer, |r| r.cpu.per_op(r.deliveries)),

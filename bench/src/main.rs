@@ -13,6 +13,7 @@
 //! creates — databases, exchanges, queues, service processes — is removed at the end, on error
 //! and on Ctrl-C too.
 
+mod app_layer;
 mod batch_curve;
 mod batched;
 mod charts;

@@ -98,6 +98,17 @@ pub fn render(report: &Report, charts: Charts<'_>) -> String {
         ),
         (
             format!(
+                "design's minimal SQL: the application layer's read and guarded write with the key, \
+                 autocommit, nothing published, pool of {}",
+                s.clients
+            ),
+            &report.app_layer,
+            "payments/s",
+            times(r.app_layer_over_reference),
+            String::new(),
+        ),
+        (
+            format!(
                 "natural design batched: {} deliveries per transaction, a savepoint each, {dups:.0} % duplicates",
                 b.batch_size
             ),
@@ -144,11 +155,13 @@ pub fn render(report: &Report, charts: Charts<'_>) -> String {
     let _ = writeln!(
         md,
         "\nNatural ÷ dedup-table, both batched by {}: **{}**. Consumer payments that took effect \
-         (duplicates not counted): {}/s, {} of the reference.",
+         (duplicates not counted): {}/s, {} of the reference. REST ÷ the design's minimal SQL: \
+         **{}** (what the service keeps of the rate its own statements allow).",
         b.batch_size,
         times(r.natural_over_dedup_table),
         num(report.consumer.applied.median),
-        times(r.consumer_applied_over_reference)
+        times(r.consumer_applied_over_reference),
+        times(r.rest_over_app_layer)
     );
     md.push_str("\n### REST latency (ms, median of repetitions)\n\n| load | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|\n");
     let _ = writeln!(
@@ -179,8 +192,12 @@ pub fn render(report: &Report, charts: Charts<'_>) -> String {
     let _ = writeln!(
         md,
         "\nRows written per applied payment (pg_stat): reference {:.2}, multi-statement ceiling \
-         {:.2}, natural batched {:.2}, dedup-table batched {:.2}.",
-        rows.reference, rows.ceiling, rows.natural_batched, rows.dedup_table_batched
+         {:.2}, design's minimal SQL {:.2}, natural batched {:.2}, dedup-table batched {:.2}.",
+        rows.reference,
+        rows.ceiling,
+        rows.app_layer,
+        rows.natural_batched,
+        rows.dedup_table_batched
     );
     md.push_str(&resources_section(report));
     if let Some(scaling) = &report.scaling {
@@ -232,6 +249,7 @@ fn resources_section(report: &Report) -> String {
     for (name, c) in [
         ("reference transaction", &t.reference),
         ("multi-statement transaction", &t.ceiling),
+        ("design's minimal SQL, per payment", &t.app_layer),
         ("natural batched, per delivery", &t.natural_batched),
         ("dedup-table batched, per delivery", &t.dedup_table_batched),
         ("consumer message", &t.consumer),
@@ -348,7 +366,7 @@ mod tests {
         let md = render(&sample(), CHARTS);
         assert!(md.contains("| closed loop, 16 clients | 4.2 | 7.5 | 12.3 | 40.0 |"));
         assert!(md.contains("| 3000 | 0 | 0 |"));
-        assert!(md.contains("reference 4.00, multi-statement ceiling 4.00, natural batched 4.00, dedup-table batched 5.00"));
+        assert!(md.contains("reference 4.00, multi-statement ceiling 4.00, design's minimal SQL 4.00, natural batched 4.00, dedup-table batched 5.00"));
         assert!(md.contains("![scaling](latest.svg)"));
         assert!(md.contains("| concurrency | 1 | 2 | 4 |"));
         assert!(md.contains("| REST req/s (clients) | 200 | 380 | 600 |"));

@@ -1,12 +1,12 @@
-//! The order of a run: the side-by-side repetitions (the raw designs in an order that rotates
-//! from one repetition to the next, then the consumer, then REST), the duplicates phase, the two
+//! The order of a run: the side-by-side repetitions (the raw designs and the design's minimal SQL
+//! in an order that rotates from one repetition to the next, then the consumer, then REST), the duplicates phase, the two
 //! curves; and the report assembled from their medians.
 
 use std::time::Instant;
 
 use crate::batched::Dedup;
 use crate::costs::Resources;
-use crate::ratios::Ratios;
+use crate::ratios::{Measured, Ratios};
 use crate::raw::{self, Design};
 use crate::report::{self, BatchedSummary, ConsumerSummary, Report, RestSummary, RowsPerPayment};
 use crate::stats::{Latency, Series, median};
@@ -21,6 +21,7 @@ pub async fn all(bench: &Bench) -> anyhow::Result<Report> {
     let mut designs = [
         Design::OneStatement,
         Design::MultiStatement,
+        Design::AppLayer,
         Design::Batched(Dedup::Natural, plan.batch_size),
         Design::Batched(Dedup::Table, plan.batch_size),
     ];
@@ -86,6 +87,7 @@ pub async fn all(bench: &Bench) -> anyhow::Result<Report> {
     machine.load_at_end = machine::load_average();
 
     let ceiling = rates(&raw_runs.ceiling, |r| r.per_s, "tx/s");
+    let app_layer = rates(&raw_runs.app_layer, |r| r.per_s, "payments/s");
     let batched = BatchedSummary {
         batch_size: plan.batch_size,
         natural: rates(&raw_runs.natural, |r| r.per_s, "payments/s"),
@@ -137,24 +139,27 @@ pub async fn all(bench: &Bench) -> anyhow::Result<Report> {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect(),
         },
-        ratios: Ratios::of(
-            &reference,
-            &ceiling,
-            &batched.natural,
-            &batched.dedup_table,
-            &consumer.series,
-            &consumer.applied,
-            &rest.series,
-        ),
+        ratios: Ratios::of(&Measured {
+            reference: &reference,
+            ceiling: &ceiling,
+            app_layer: &app_layer,
+            natural: &batched.natural,
+            dedup_table: &batched.dedup_table,
+            consumer: &consumer.series,
+            applied: &consumer.applied,
+            rest: &rest.series,
+        }),
         rows_per_payment: RowsPerPayment {
             reference: raw::rows_per_payment(&raw_runs.reference),
             ceiling: raw::rows_per_payment(&raw_runs.ceiling),
+            app_layer: raw::rows_per_payment(&raw_runs.app_layer),
             natural_batched: raw::rows_per_payment(&raw_runs.natural),
             dedup_table_batched: raw::rows_per_payment(&raw_runs.dedup_table),
         },
         resources: Resources::of(&raw_runs, &consumer.runs, &rest.runs, peak_rss_kib),
         reference,
         ceiling,
+        app_layer,
         batched,
         consumer,
         rest,

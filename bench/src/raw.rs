@@ -1,7 +1,9 @@
 //! The raw-SQL designs, issued straight from sqlx on dedicated connections (no HTTP, no AMQP, no
 //! domain layer) against a database of the bench's own with the service's schema: the
 //! one-statement reference ([`crate::cte`]), the service's multi-statement transaction
-//! ([`crate::multi`]) and the two batched designs ([`crate::batched`]).
+//! ([`crate::multi`]) and the two batched designs ([`crate::batched`]); and beside them the
+//! design's minimal SQL, the service's own statements through its application layer on a pool
+//! ([`crate::app_layer`]).
 //!
 //! Every run starts from empty tables and seeds fresh PENDING_PAYMENT orders (not timed), so every
 //! payment completes an order and rows never contend, except a duplicate with its original. The
@@ -23,7 +25,7 @@ use crate::pgstat::{self, DOMAIN_TABLES};
 use crate::scratch::{Db, Scratch};
 use crate::stats::{median, rate};
 use crate::workload::{self, Rng};
-use crate::{cte, multi};
+use crate::{app_layer, cte, multi};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Design {
@@ -31,6 +33,9 @@ pub enum Design {
     OneStatement,
     /// The service's own multi-statement transaction: the older ceiling.
     MultiStatement,
+    /// The REST door's statements without the door: a read and a guarded write with the key,
+    /// each autocommit, through the application layer; nothing published.
+    AppLayer,
     /// This many deliveries per transaction, a savepoint each.
     Batched(Dedup, usize),
 }
@@ -38,7 +43,7 @@ pub enum Design {
 impl Design {
     fn batch_size(self) -> usize {
         match self {
-            Self::OneStatement | Self::MultiStatement => 1,
+            Self::OneStatement | Self::MultiStatement | Self::AppLayer => 1,
             Self::Batched(_, size) => size.max(1),
         }
     }
@@ -47,6 +52,7 @@ impl Design {
         match self {
             Self::OneStatement => "one-statement reference".into(),
             Self::MultiStatement => "multi-statement ceiling".into(),
+            Self::AppLayer => "design's minimal SQL".into(),
             Self::Batched(Dedup::Natural, size) => format!("natural design, batches of {size}"),
             Self::Batched(Dedup::Table, size) => format!("dedup-table design, batches of {size}"),
         }
@@ -95,16 +101,34 @@ pub async fn run(
     let stream = Arc::new(seed(db, design, duration, duplicate_share).await?);
     let tables: Vec<&str> = DOMAIN_TABLES.iter().copied().chain([DEDUP_TABLE]).collect();
     let before = pgstat::snapshot(db, &tables).await?;
-    let mut connections = Vec::with_capacity(concurrency);
+    let mut writers = Vec::with_capacity(concurrency);
+    // One application layer, as a service process has, on a pool as large as the concurrency
+    // and filled before the clock starts.
+    let pool = if design == Design::AppLayer {
+        let size = u32::try_from(concurrency)?;
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(size)
+            .connect_with(db.options()?)
+            .await?;
+        let filled = futures::future::try_join_all((0..concurrency).map(|_| pool.acquire()));
+        drop(filled.await?);
+        Some(pool)
+    } else {
+        None
+    };
+    let app = pool.clone().map(order_service::app::App::new);
     for _ in 0..concurrency {
-        connections.push(db.connect().await?);
+        writers.push(match &app {
+            Some(app) => Writer::App(app.clone()),
+            None => Writer::Connection(db.connect().await?),
+        });
     }
     let next = Arc::new(AtomicUsize::new(0));
     let meter = CpuMeter::start(None);
     let started = Instant::now();
     let deadline = started + duration;
     let mut workers = tokio::task::JoinSet::new();
-    for mut conn in connections {
+    for mut writer in writers {
         let (stream, next) = (stream.clone(), next.clone());
         workers.spawn(async move {
             let mut done = Done::default();
@@ -116,11 +140,13 @@ pub async fn run(
                 if batch.is_empty() {
                     break;
                 }
-                done.applied += apply(&mut conn, design, batch).await?;
+                done.applied += apply(&mut writer, design, batch).await?;
                 done.deliveries += batch.len() as u64;
                 done.transactions += 1;
             }
-            conn.close().await?;
+            if let Writer::Connection(conn) = writer {
+                conn.close().await?;
+            }
             anyhow::Ok(done)
         });
     }
@@ -130,6 +156,9 @@ pub async fn run(
     }
     let elapsed = started.elapsed();
     let cpu = meter.stop();
+    if let Some(pool) = pool {
+        pool.close().await;
+    }
     if elapsed < duration.mul_f64(0.9) {
         eprintln!(
             "  note: {} ran out of seeded orders after {:.1} s",
@@ -147,6 +176,12 @@ pub async fn run(
         rows_per_payment: written as f64 / done.applied.max(1) as f64,
         cpu,
     })
+}
+
+/// What one worker writes with: a connection of its own, or the application layer's pool.
+enum Writer {
+    Connection(sqlx::PgConnection),
+    App(order_service::app::App),
 }
 
 #[derive(Debug, Default)]
@@ -173,7 +208,7 @@ async fn seed(
     duplicate_share: f64,
 ) -> anyhow::Result<Vec<Uuid>> {
     let (per_second, duplicates) = match design {
-        Design::OneStatement | Design::MultiStatement => (8_000.0, 0.0),
+        Design::OneStatement | Design::MultiStatement | Design::AppLayer => (8_000.0, 0.0),
         Design::Batched(..) => (16_000.0, duplicate_share),
     };
     let orders = workload::new_orders(((duration.as_secs_f64() * per_second) as usize).max(1_000));
@@ -192,11 +227,21 @@ async fn seed(
 }
 
 /// Applies one batch (of one delivery, for the unbatched designs); returns the payments applied.
-async fn apply(
-    conn: &mut sqlx::PgConnection,
-    design: Design,
-    batch: &[Uuid],
-) -> anyhow::Result<u64> {
+async fn apply(writer: &mut Writer, design: Design, batch: &[Uuid]) -> anyhow::Result<u64> {
+    let conn = match writer {
+        Writer::App(app) => {
+            let [order_id] = batch else {
+                anyhow::bail!("{} got a batch of {}", design.label(), batch.len());
+            };
+            if !app_layer::pay(app, *order_id).await? {
+                anyhow::bail!(
+                    "the application layer replayed the payment of fresh order {order_id}"
+                );
+            }
+            return Ok(1);
+        }
+        Writer::Connection(conn) => conn,
+    };
     match (design, batch) {
         (Design::OneStatement, [order_id]) => {
             if !cte::pay(conn, *order_id).await? {
@@ -220,6 +265,7 @@ async fn apply(
 pub struct Runs {
     pub reference: Vec<Run>,
     pub ceiling: Vec<Run>,
+    pub app_layer: Vec<Run>,
     pub natural: Vec<Run>,
     pub dedup_table: Vec<Run>,
 }
@@ -229,6 +275,7 @@ impl Runs {
         match design {
             Design::OneStatement => self.reference.push(run),
             Design::MultiStatement => self.ceiling.push(run),
+            Design::AppLayer => self.app_layer.push(run),
             Design::Batched(Dedup::Natural, _) => self.natural.push(run),
             Design::Batched(Dedup::Table, _) => self.dedup_table.push(run),
         }

@@ -40,6 +40,9 @@ pub struct Report {
     pub reference: Series,
     /// The older ceiling: the service's multi-statement transaction in raw SQL, tx/s.
     pub ceiling: Series,
+    /// The design's minimal SQL: the application layer's read and guarded write, autocommit,
+    /// nothing published, payments/s.
+    pub app_layer: Series,
     pub batched: BatchedSummary,
     /// Rows written per applied payment (pg_stat), per design.
     pub rows_per_payment: RowsPerPayment,
@@ -65,6 +68,7 @@ pub struct BatchedSummary {
 pub struct RowsPerPayment {
     pub reference: f64,
     pub ceiling: f64,
+    pub app_layer: f64,
     pub natural_batched: f64,
     pub dedup_table_batched: f64,
 }
@@ -125,6 +129,7 @@ mod tests {
             "machine",
             "reference",
             "ceiling",
+            "app_layer",
             "batched",
             "consumer",
             "rest",

@@ -4,7 +4,7 @@ use crate::costs::{CpuTable, Resources};
 use crate::cpu::{CpuPerOp, CpuSplit};
 use crate::duplicates::{Cost, Duplicates};
 use crate::machine::Machine;
-use crate::ratios::Ratios;
+use crate::ratios::{Measured, Ratios};
 use crate::report::{
     BatchCurve, BatchedSummary, ConsumerSummary, Report, RestSummary, RowsPerPayment, Scaling,
     Settings,
@@ -27,6 +27,7 @@ pub fn sample() -> Report {
     };
     let reference = Series::new("tx/s", vec![2_000.0, 2_100.0, 1_900.0]);
     let ceiling = Series::new("tx/s", vec![1_000.0, 1_100.0, 900.0]);
+    let app_layer = Series::new("payments/s", vec![1_200.0, 1_250.0, 1_150.0]);
     let batched = BatchedSummary {
         batch_size: 32,
         natural: Series::new("payments/s", vec![5_000.0, 5_100.0, 4_900.0]),
@@ -66,23 +67,26 @@ pub fn sample() -> Report {
             service_bin: "target/release/order-service".into(),
             service_env: vec![],
         },
-        ratios: Ratios::of(
-            &reference,
-            &ceiling,
-            &batched.natural,
-            &batched.dedup_table,
-            &consumer.series,
-            &consumer.applied,
-            &rest,
-        ),
+        ratios: Ratios::of(&Measured {
+            reference: &reference,
+            ceiling: &ceiling,
+            app_layer: &app_layer,
+            natural: &batched.natural,
+            dedup_table: &batched.dedup_table,
+            consumer: &consumer.series,
+            applied: &consumer.applied,
+            rest: &rest,
+        }),
         rows_per_payment: RowsPerPayment {
             reference: 4.0,
             ceiling: 4.0,
+            app_layer: 4.0,
             natural_batched: 4.0,
             dedup_table_batched: 5.0,
         },
         reference,
         ceiling,
+        app_layer,
         batched,
         consumer,
         rest: RestSummary {
@@ -112,6 +116,7 @@ pub fn sample() -> Report {
             cpu_per_operation: CpuTable {
                 reference: per_op(0.0, 0.3, 0.1),
                 ceiling: per_op(0.0, 0.5, 0.1),
+                app_layer: per_op(0.0, 0.35, 0.15),
                 natural_batched: per_op(0.0, 0.2, 0.05),
                 dedup_table_batched: per_op(0.0, 0.25, 0.05),
                 consumer: per_op(0.2, 0.45, 0.0),

@@ -1,7 +1,8 @@
 //! The raw designs against a real, migrated database of the test's own (dropped at the end, pass
 //! or fail): the one-statement reference writes exactly the rows the service's transaction
 //! writes, its outbox payload is the envelope the service itself builds, a missed guard writes
-//! nothing, and a batch applies each payment once in either design (test builds only).
+//! nothing, a batch applies each payment once in either design, and the design's minimal SQL
+//! writes the reference's rows, once per key (test builds only).
 
 use std::future::Future;
 
@@ -18,7 +19,7 @@ use order_service_testkit::TestDb;
 
 use crate::batched::{self, Dedup};
 use crate::scratch::Db;
-use crate::{cte, multi, raw, workload};
+use crate::{app_layer, cte, multi, raw, workload};
 
 /// Runs `test` on a fresh migrated database (with the dedup table), dropped on the way out, pass
 /// or fail: the test kit's, on the shared server.
@@ -136,6 +137,38 @@ async fn the_one_statement_payment_writes_what_the_services_transaction_writes()
             instants(payload.clone()) == instants(service.clone()),
             "wrote {payload:#}\nthe service builds {service:#}"
         );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_designs_minimal_sql_writes_the_references_rows_once_per_key() {
+    with_db(|db| async move {
+        let (mut conn, orders) = seeded(&db, 2).await?;
+        let pool = sqlx::PgPool::connect_with(db.options()?).await?;
+        let app = order_service::app::App::new(pool.clone());
+        ensure!(cte::pay(&mut conn, orders[0]).await?);
+        let by_reference = counts(&mut conn).await?;
+        ensure!(
+            app_layer::pay(&app, orders[1]).await?,
+            "a fresh order's payment was replayed"
+        );
+        let by_app_layer = counts(&mut conn).await?;
+        ensure!(
+            by_app_layer == vec![2, 4, 2, 4, 2, 0],
+            "paid, sum of versions, ledger, history, outbox, dedup: {by_reference:?} then \
+             {by_app_layer:?}"
+        );
+        ensure!(
+            !app_layer::pay(&app, orders[1]).await?,
+            "a retry with the same key took effect"
+        );
+        ensure!(
+            counts(&mut conn).await? == by_app_layer,
+            "a retry wrote rows"
+        );
+        pool.close().await;
         Ok(())
     })
     .await;

@@ -27,6 +27,13 @@ pub fn table(report: &Report) -> String {
             "1.00×".to_owned(),
         ),
         (
+            "design's minimal SQL",
+            &report.app_layer,
+            "pay/s",
+            times(r.app_layer_over_reference),
+            String::new(),
+        ),
+        (
             "natural, batched",
             &b.natural,
             "pay/s",
@@ -67,6 +74,11 @@ pub fn table(report: &Report) -> String {
             "{name:<24} {value:>12}  {to_reference:>11}  {to_ceiling:>13}"
         );
     }
+    let _ = writeln!(
+        out,
+        "REST ÷ minimal SQL       {} (what the service keeps of its design's own rate)",
+        times(r.rest_over_app_layer)
+    );
     let _ = writeln!(
         out,
         "natural ÷ dedup-table    {} (both batched by {})",
@@ -113,6 +125,8 @@ mod tests {
             "one-statement reference",
             "multi-statement ceiling",
             "dedup-table, batched",
+            "design's minimal SQL",
+            "REST ÷ minimal SQL       0.52×",
             "consumer (service)",
             "REST (service)",
             "0.40×",

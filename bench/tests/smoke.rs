@@ -61,6 +61,7 @@ fn the_benchmark_runs_end_to_end_and_duplicates_write_no_rows() {
         "settings",
         "reference",
         "ceiling",
+        "app_layer",
         "batched",
         "consumer",
         "rest",
@@ -75,6 +76,7 @@ fn the_benchmark_runs_end_to_end_and_duplicates_write_no_rows() {
     for pointer in [
         "/reference/median",
         "/ceiling/median",
+        "/app_layer/median",
         "/batched/natural/median",
         "/batched/dedup_table/median",
         "/consumer/series/median",
@@ -82,11 +84,13 @@ fn the_benchmark_runs_end_to_end_and_duplicates_write_no_rows() {
         "/rest/series/median",
         "/ratios/consumer_over_reference",
         "/ratios/rest_over_reference",
+        "/ratios/rest_over_app_layer",
         "/ratios/consumer_over_ceiling",
         "/ratios/rest_over_ceiling",
         "/ratios/natural_over_dedup_table",
         "/resources/consumer_cpu_s_per_1000_messages",
         "/resources/cpu_per_operation/natural_batched/total_ms",
+        "/resources/cpu_per_operation/app_layer/total_ms",
         "/resources/cpu_per_operation/dedup_table_batched/total_ms",
         "/resources/peak_rss_mib",
         "/rest/open_loop_latency/p99_ms",
@@ -131,6 +135,7 @@ fn the_benchmark_runs_end_to_end_and_duplicates_write_no_rows() {
     for (design, rows) in [
         ("reference", 4.0),
         ("ceiling", 4.0),
+        ("app_layer", 4.0),
         ("natural_batched", 4.0),
         ("dedup_table_batched", 5.0),
     ] {
