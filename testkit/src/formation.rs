@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use sqlx::{Connection, PgConnection};
 
-use crate::{eventually, free_port};
+use crate::{eventually, free_port, log_tail};
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 /// Generous: a give-up bound for a formation that does not come up, not a measure.
@@ -244,13 +244,8 @@ impl Formation {
         std::iter::once("monitor".to_owned())
             .chain((0..NODES).map(|node| format!("node{node}")))
             .map(|name| {
-                let text = std::fs::read_to_string(self.dir.join(format!("{name}.log")))
-                    .unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(25).collect();
-                format!(
-                    "--- {name} ---\n{}",
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                )
+                let tail = log_tail(&self.dir.join(format!("{name}.log")), 25);
+                format!("--- {name} ---\n{tail}")
             })
             .collect::<Vec<_>>()
             .join("\n")

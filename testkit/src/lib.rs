@@ -13,7 +13,7 @@
 //! - [`load`]: a steady load through both doors, and the check of what it left once settled;
 //! - [`previous_release`]: the previous release's binary, built from the commit the repository
 //!   names, for the upgrade tests;
-//! - [`eventually`] and [`free_port`].
+//! - [`eventually`], [`free_port`] and [`log_tail`].
 //!
 //! A library rather than a module each suite includes: every suite uses a different part, and
 //! only a library's public items are not dead code where a suite leaves them unused.
@@ -22,6 +22,7 @@ pub mod broker;
 pub mod formation;
 pub mod http;
 pub mod load;
+mod log_tail;
 mod ports;
 mod postgres_relay;
 pub mod previous_release;
@@ -34,6 +35,7 @@ mod wait;
 pub use broker::{
     AMQP_URL, AmqpNames, amqp_config, declare_subscriber, delete_amqp_names, ready_count,
 };
+pub use log_tail::log_tail;
 pub use ports::free_port;
 pub use test_db::{ADMIN_URL, TestDb};
 use wait::block_on_detached;

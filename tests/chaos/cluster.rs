@@ -21,7 +21,7 @@ use order_service_testkit::formation::Formation;
 use order_service_testkit::private_postgres::PrivatePostgres;
 use order_service_testkit::proxy::Proxy;
 use order_service_testkit::{
-    AMQP_URL, amqp_config, declare_subscriber, eventually, free_port, http, service,
+    AMQP_URL, amqp_config, declare_subscriber, eventually, free_port, http, log_tail, service,
 };
 
 /// A message the relay published, as the subscriber received it.
@@ -265,14 +265,7 @@ impl Cluster {
         self.instances
             .iter()
             .enumerate()
-            .map(|(slot, i)| {
-                let text = std::fs::read_to_string(&i.log).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(15).collect();
-                format!(
-                    "--- instance {slot} ---\n{}",
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                )
-            })
+            .map(|(slot, i)| format!("--- instance {slot} ---\n{}", log_tail(&i.log, 15)))
             .collect::<Vec<_>>()
             .join("\n")
     }

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use order_service_testkit::eventually;
 use order_service_testkit::load::settled::QUIESCENCE;
+use order_service_testkit::{eventually, log_tail};
 
 use crate::node::{Node, SCRIPTS, private_env, write_cookie};
 /// Bound on a node starting, or rejoining after a restart.
@@ -227,15 +227,7 @@ impl RabbitCluster {
             .filter(|path| path.extension().is_some_and(|e| e == "log"));
         node_logs
             .chain(test_logs)
-            .map(|log| {
-                let text = std::fs::read_to_string(&log).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(15).collect();
-                format!(
-                    "--- {} ---\n{}",
-                    log.display(),
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                )
-            })
+            .map(|log| format!("--- {} ---\n{}", log.display(), log_tail(&log, 15)))
             .collect::<Vec<_>>()
             .join("\n")
     }
