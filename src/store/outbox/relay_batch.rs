@@ -130,7 +130,7 @@ pub async fn read_batch(pool: &PgPool, limit: u32) -> Result<BatchRead, StoreErr
     let state = sqlx::query_as::<_, RelayState>(
         "WITH snapshot AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin, \
                                   pg_snapshot_xmax(pg_current_snapshot()) AS xmax), \
-              cursor AS (SELECT through_pos, through_id FROM outbox_publications \
+              cursor AS (SELECT through_pos FROM outbox_publications \
                          ORDER BY through_pos DESC, through_id DESC LIMIT 1) \
          SELECT pg_try_advisory_xact_lock(hashtext('order-service.outbox-relay')) AS leased, \
                 cursor.through_pos::text::int8 AS cursor_pos, \
