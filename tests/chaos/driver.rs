@@ -85,6 +85,9 @@ pub struct Observations {
     pub rest_retries: u64,
     /// REST refunds answered `refund-exceeds-balance`: delivered before their money.
     pub premature_refunds: u64,
+    /// Every REST attempt, by order: when (UTC), which instance, what it answered. A failing
+    /// schedule's report shows those of the orders it names, to be matched with the logs.
+    pub answers: Vec<(usize, String)>,
 }
 
 pub struct Driver {
@@ -227,7 +230,19 @@ impl Driver {
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(120) {
             let port = *rng.pick(&self.ports);
-            match http::post(port, path, key, body).await {
+            let answer = http::post(port, path, key, body).await;
+            let said = match &answer {
+                Ok((status, _)) => status.to_string(),
+                Err(error) => format!("no answer ({error})"),
+            };
+            self.lock().answers.push((
+                delivery.order,
+                format!(
+                    "{} {delivery}: instance :{port} answered {said}",
+                    chrono::Utc::now().format("%H:%M:%S%.3f")
+                ),
+            ));
+            match answer {
                 Ok((status, _)) if (200..300).contains(&status) => return,
                 Ok((status, answer)) if retryable(status, &answer) => {
                     if status >= 500 && status != 503 {

@@ -229,15 +229,25 @@ impl Harness {
                 });
                 tally.expired += comparison.expired;
                 tally.paid_before_timer += comparison.paid_before_timer;
-                let observations = driver
+                let (observations, answers) = driver
                     .observations
                     .lock()
                     .map(|o| {
                         tally.premature_refunds += o.premature_refunds;
-                        o.unexpected.clone()
+                        (o.unexpected.clone(), o.answers.clone())
                     })
                     .unwrap_or_default();
                 comparison.diffs.extend(observations);
+                let named = |order: usize| {
+                    let prefix = format!("order {order} ");
+                    comparison.diffs.iter().any(|d| d.starts_with(&prefix))
+                };
+                let attempts: Vec<String> = answers
+                    .into_iter()
+                    .filter(|(order, _)| named(*order))
+                    .map(|(_, answer)| format!("REST attempt: {answer}"))
+                    .collect();
+                comparison.diffs.extend(attempts);
                 if !comparison.diffs.is_empty() {
                     let report = self.report(phase, seed, &scripts, &deliveries, &comparison.diffs);
                     // Said at once, with the logs as they are now: a long run may be stopped
