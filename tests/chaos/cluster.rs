@@ -336,3 +336,38 @@ async fn subscribe(
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::copy_logs;
+
+    #[test]
+    fn kept_logs_are_the_log_files_and_log_directories_not_the_data() {
+        let root = std::env::temp_dir().join(format!("chaos-copy-{}", uuid::Uuid::new_v4()));
+        let kept = root.with_extension("kept");
+        let write = |path: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("a directory");
+            std::fs::write(path, "line").expect("a file");
+        };
+        write("instance-0.log");
+        write("node0.log");
+        write("node0/log/postgresql-2026-11-27_225307.log");
+        write("node0/log/postgresql.csv");
+        write("node0/base/1/1259");
+        write("node0/postgresql.conf");
+
+        copy_logs(&root, &root, &kept);
+
+        let exists = |path: &str| kept.join(path).is_file();
+        assert!(exists("instance-0.log") && exists("node0.log"));
+        assert!(exists("node0/log/postgresql-2026-11-27_225307.log"));
+        assert!(
+            exists("node0/log/postgresql.csv"),
+            "every file of a log directory"
+        );
+        assert!(!exists("node0/base/1/1259") && !exists("node0/postgresql.conf"));
+        let _ = std::fs::remove_dir_all(&root);
+        let _ = std::fs::remove_dir_all(&kept);
+    }
+}
