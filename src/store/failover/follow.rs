@@ -100,7 +100,12 @@ impl Shared {
                 .chosen_node
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            self.database.wants(&report) && chosen.as_ref().is_none_or(|node| *node == report.node)
+            // A connection inside a transaction block nobody holds (sqlx 0.9 returns one to the
+            // pool when a `BEGIN` is cancelled before the server answered it) would run the next
+            // user's autocommit writes in that block, uncommitted: closed instead.
+            self.database.wants(&report)
+                && !report.in_transaction
+                && chosen.as_ref().is_none_or(|node| *node == report.node)
         });
         if !matches!(acceptable, Ok(true)) {
             self.suspect.notify_one();

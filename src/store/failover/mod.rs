@@ -12,7 +12,7 @@ mod tests;
 use std::time::Duration;
 
 use sqlx::postgres::PgConnectOptions;
-use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
+use sqlx::{ConnectOptions, Connection, PgConnection, PgPool, Row};
 
 /// The role a node must have for the service to use it; with several hosts the service asks
 /// for [`SessionAttrs::ReadWrite`] unless told otherwise.
@@ -87,6 +87,9 @@ struct NodeReport {
     writable: bool,
     /// `pg_is_in_recovery()`.
     standby: bool,
+    /// The check ran inside a transaction block opened before it (its statement started after
+    /// its transaction): a connection the pool must not hand out (`follow`).
+    in_transaction: bool,
     node: Node,
 }
 
@@ -152,14 +155,18 @@ impl Database {
         Ok(self.wants(&self.report(conn).await?))
     }
 
-    /// What the node `conn` is on says of itself, asked within the connect timeout.
+    /// What the node `conn` is on says of itself, asked within the connect timeout. Sent as a
+    /// simple query, which starts its own transaction when it starts (the extended protocol's
+    /// would start at its `Parse`, before the statement's own timestamp): inside a block opened
+    /// earlier, the statement started after its transaction; in autocommit, at the same instant.
     async fn report(&self, conn: &mut PgConnection) -> Result<NodeReport, sqlx::Error> {
-        let asked = sqlx::query_as::<_, (String, bool, Option<String>, Option<i32>)>(
+        let asked = sqlx::raw_sql(
             "SELECT current_setting('transaction_read_only'), pg_is_in_recovery(), \
-             host(inet_server_addr()), inet_server_port()",
+             host(inet_server_addr()), inet_server_port(), \
+             statement_timestamp() <> transaction_timestamp()",
         )
         .fetch_one(conn);
-        let (read_only, standby, address, port) = tokio::time::timeout(self.connect_timeout, asked)
+        let row = tokio::time::timeout(self.connect_timeout, asked)
             .await
             .map_err(|_| {
                 sqlx::Error::Io(std::io::Error::new(
@@ -168,9 +175,13 @@ impl Database {
                 ))
             })??;
         Ok(NodeReport {
-            writable: read_only == "off",
-            standby,
-            node: Node { address, port },
+            writable: row.try_get::<String, _>(0)? == "off",
+            standby: row.try_get(1)?,
+            in_transaction: row.try_get(4)?,
+            node: Node {
+                address: row.try_get(2)?,
+                port: row.try_get(3)?,
+            },
         })
     }
 

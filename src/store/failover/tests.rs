@@ -228,3 +228,32 @@ fn an_empty_host_is_the_default_socket_as_libpq_has_it() {
     let alone = parsed("password=s3cret dbname=x");
     assert_eq!(alone.hosts()[0].get_host(), "/var/run/postgresql");
 }
+
+/// The pool's check tells a connection left inside a transaction block (a `BEGIN` whose caller
+/// was cancelled before the server answered: sqlx 0.9 then returns the connection to the pool
+/// without a rollback) from one in autocommit, so `follow` closes the first instead of handing
+/// its next user a block that user's autocommit writes would never leave.
+#[tokio::test]
+async fn the_role_check_says_when_it_runs_inside_a_transaction_block() {
+    let url = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable";
+    let database = parsed(url);
+    let mut conn = PgConnection::connect(url)
+        .await
+        .expect("the local Postgres");
+    let idle = database.report(&mut conn).await.expect("a report");
+    assert!(
+        !idle.in_transaction,
+        "autocommit read as a transaction block"
+    );
+    sqlx::raw_sql("BEGIN")
+        .execute(&mut conn)
+        .await
+        .expect("BEGIN");
+    let inside = database.report(&mut conn).await.expect("a report");
+    assert!(inside.in_transaction, "a transaction block went unnoticed");
+    assert!(
+        inside.writable,
+        "the block is still read-write: the role alone would keep it"
+    );
+    conn.close().await.expect("close");
+}
