@@ -19,7 +19,9 @@
 //!   release drops it.
 //!
 //! Every check also compares the server the connection is on with the one the watcher chose
-//! (`Node`), so an old primary that still says it takes writes is not used.
+//! (`Node`), so an old primary that still says it takes writes is not used, and closes a
+//! connection found inside a transaction block (docs/postgres-failover.md "What the service
+//! does").
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
