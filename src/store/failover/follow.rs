@@ -102,9 +102,11 @@ impl Shared {
                 .chosen_node
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            // A connection inside a transaction block nobody holds (sqlx 0.9 returns one to the
-            // pool when a `BEGIN` is cancelled before the server answered it) would run the next
-            // user's autocommit writes in that block, uncommitted: closed instead.
+            // A connection inside a transaction block nobody holds (upstream sqlx 0.9 returns one
+            // to the pool when a `BEGIN` is cancelled before the server answered it; our patched
+            // driver rolls it back, vendor/README.md "sqlx-postgres 0.9.0", and this is the
+            // second guard) would run the next user's autocommit writes in that block,
+            // uncommitted: closed instead.
             self.database.wants(&report)
                 && !report.in_transaction
                 && chosen.as_ref().is_none_or(|node| *node == report.node)

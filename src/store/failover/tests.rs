@@ -229,9 +229,38 @@ fn an_empty_host_is_the_default_socket_as_libpq_has_it() {
     assert_eq!(alone.hosts()[0].get_host(), "/var/run/postgresql");
 }
 
+/// A `BEGIN` whose caller gives up before the server answers (a deadline, a frozen primary)
+/// leaves no transaction block behind: the patched sqlx-postgres queues the `ROLLBACK`
+/// (vendor/README.md "sqlx-postgres 0.9.0"). Upstream the connection stayed inside the block,
+/// so whatever ran on it next in autocommit was never committed: on a single-host pool, which
+/// has no check to catch it, a placement answered 201 and then lost.
+#[tokio::test]
+async fn a_begin_cancelled_before_its_answer_leaves_the_connection_in_autocommit() {
+    let url = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable";
+    let database = parsed(url);
+    let mut conn = PgConnection::connect(url)
+        .await
+        .expect("the local Postgres");
+    // The server runs the BEGIN at once and answers only after the sleep: the caller's
+    // deadline passes in between, as it does when a primary stops answering.
+    let cancelled = tokio::time::timeout(
+        Duration::from_millis(200),
+        conn.begin_with("BEGIN; SELECT pg_sleep(1)"),
+    )
+    .await
+    .is_err();
+    assert!(cancelled, "the deadline should have cancelled the BEGIN");
+    let after = database.report(&mut conn).await.expect("a report");
+    assert!(
+        !after.in_transaction,
+        "a cancelled BEGIN left the connection inside a transaction block"
+    );
+    conn.close().await.expect("close");
+}
+
 /// The pool's check tells a connection left inside a transaction block (a `BEGIN` whose caller
-/// was cancelled before the server answered: sqlx 0.9 then returns the connection to the pool
-/// without a rollback) from one in autocommit, so `follow` closes the first instead of handing
+/// was cancelled before the server answered: upstream sqlx 0.9 then returns the connection to
+/// the pool without a rollback) from one in autocommit, so `follow` closes the first instead of handing
 /// its next user a block that user's autocommit writes would never leave.
 #[tokio::test]
 async fn the_role_check_says_when_it_runs_inside_a_transaction_block() {
