@@ -12,8 +12,9 @@
 # AMQP side is off so the run cannot touch the shared default queues).
 #
 # Environment: SCHEMATHESIS_BIN (a service binary to run instead of building one: CI passes the
-# one `cargo test` built, whose dependencies carry the test build's features), SCHEMATHESIS_EXAMPLES (per operation, default 150), SCHEMATHESIS_SEED (default
-# 20261122; fixed so CI reruns the same cases, set another to explore), SCHEMATHESIS_PYTHON (the
+# one `cargo test` built, whose dependencies carry the test build's features),
+# SCHEMATHESIS_EXAMPLES (per operation, default 150), SCHEMATHESIS_SEED (default 20261122; fixed
+# so CI reruns the same cases, set another to explore), SCHEMATHESIS_PYTHON (the
 # interpreter to install schemathesis with), SCHEMATHESIS_VENV (where it is installed when it is
 # not on PATH, default target/schemathesis-venv-<python version>).
 #

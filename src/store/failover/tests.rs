@@ -260,8 +260,8 @@ async fn a_begin_cancelled_before_its_answer_leaves_the_connection_in_autocommit
 
 /// The pool's check tells a connection left inside a transaction block (a `BEGIN` whose caller
 /// was cancelled before the server answered: upstream sqlx 0.9 then returns the connection to
-/// the pool without a rollback) from one in autocommit, so `follow` closes the first instead of handing
-/// its next user a block that user's autocommit writes would never leave.
+/// the pool without a rollback) from one in autocommit, so `follow` closes the first instead of
+/// handing its next user a block that user's autocommit writes would never leave.
 #[tokio::test]
 async fn the_role_check_says_when_it_runs_inside_a_transaction_block() {
     let url = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable";
