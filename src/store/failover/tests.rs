@@ -229,6 +229,15 @@ fn an_empty_host_is_the_default_socket_as_libpq_has_it() {
     assert_eq!(alone.hosts()[0].get_host(), "/var/run/postgresql");
 }
 
+/// The shared local Postgres as a one-host `Database`, and a connection to it.
+async fn local_postgres() -> (Database, PgConnection) {
+    let url = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable";
+    let conn = PgConnection::connect(url)
+        .await
+        .expect("the local Postgres");
+    (parsed(url), conn)
+}
+
 /// A `BEGIN` whose caller gives up before the server answers (a deadline, a frozen primary)
 /// leaves no transaction block behind: the patched sqlx-postgres queues the `ROLLBACK`
 /// (vendor/README.md "sqlx-postgres 0.9.0"). Upstream the connection stayed inside the block,
@@ -236,11 +245,7 @@ fn an_empty_host_is_the_default_socket_as_libpq_has_it() {
 /// has no check to catch it, a placement answered 201 and then lost.
 #[tokio::test]
 async fn a_begin_cancelled_before_its_answer_leaves_the_connection_in_autocommit() {
-    let url = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable";
-    let database = parsed(url);
-    let mut conn = PgConnection::connect(url)
-        .await
-        .expect("the local Postgres");
+    let (database, mut conn) = local_postgres().await;
     // The server runs the BEGIN at once and answers only after the sleep: the caller's
     // deadline passes in between, as it does when a primary stops answering.
     let cancelled = tokio::time::timeout(
@@ -264,11 +269,7 @@ async fn a_begin_cancelled_before_its_answer_leaves_the_connection_in_autocommit
 /// handing its next user a block that user's autocommit writes would never leave.
 #[tokio::test]
 async fn the_role_check_says_when_it_runs_inside_a_transaction_block() {
-    let url = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable";
-    let database = parsed(url);
-    let mut conn = PgConnection::connect(url)
-        .await
-        .expect("the local Postgres");
+    let (database, mut conn) = local_postgres().await;
     let idle = database.report(&mut conn).await.expect("a report");
     assert!(
         !idle.in_transaction,
