@@ -215,20 +215,23 @@ impl RelayBatch {
             move_aside(&mut self.tx, set_aside).await?;
         }
         sqlx::query(
-            "WITH publication AS (\
-                 INSERT INTO outbox_publications (through_pos, through_id, events) \
-                 VALUES ($1::int8::text::xid8, $2, $3) RETURNING 1), \
-             marked AS (\
-                 UPDATE outbox SET published_at = now() WHERE $4 AND id = ANY($5) RETURNING 1) \
-             SELECT (SELECT count(*) FROM publication), (SELECT count(*) FROM marked)",
+            "INSERT INTO outbox_publications (through_pos, through_id, events) \
+             VALUES ($1::int8::text::xid8, $2, $3)",
         )
         .bind(through.pos)
         .bind(through.id)
         .bind(i32::try_from(published.len()).unwrap_or(i32::MAX))
-        .bind(self.marks_published)
-        .bind(published)
         .execute(&mut *self.tx)
         .await?;
+        // A statement of its own, sent only while relays mark: one statement doing both whatever
+        // the mode was planned anew at every batch (its plan for either mode is cheaper than one
+        // that serves both), at about 90 µs of Postgres CPU each.
+        if self.marks_published {
+            sqlx::query("UPDATE outbox SET published_at = now() WHERE id = ANY($1)")
+                .bind(published)
+                .execute(&mut *self.tx)
+                .await?;
+        }
         self.tx.commit().await?;
         Ok(())
     }
