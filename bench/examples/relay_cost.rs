@@ -110,6 +110,14 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The service's relay lingers `OUTBOX_LINGER_MS` if set (to compare values), else its default.
+fn linger_ms() -> u64 {
+    std::env::var("OUTBOX_LINGER_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(config::DEFAULT_OUTBOX_LINGER_MS)
+}
+
 fn name(variant: Variant) -> &'static str {
     match variant {
         Variant::None => "none",
@@ -156,11 +164,9 @@ async fn run(variant: Variant) -> anyhow::Result<Phase> {
         Variant::None => None,
         Variant::Log => {
             let relay_config = RelayConfig {
-                batch_size: config::DEFAULT_OUTBOX_BATCH_SIZE,
-                poll_ms: config::DEFAULT_OUTBOX_POLL_MS,
-                retention_hours: config::DEFAULT_OUTBOX_RETENTION_HOURS,
+                linger_ms: linger_ms(),
                 prune_interval_secs: 3_600,
-                stalled_after_secs: config::DEFAULT_OUTBOX_STALLED_AFTER_SECS,
+                ..RelayConfig::default()
             };
             let relay = Relay::new(
                 relay_pool.clone(),

@@ -83,12 +83,9 @@ async fn main() -> anyhow::Result<()> {
     });
 
     let config = RelayConfig {
-        batch_size: config::DEFAULT_OUTBOX_BATCH_SIZE,
-        poll_ms: config::DEFAULT_OUTBOX_POLL_MS,
-        retention_hours: config::DEFAULT_OUTBOX_RETENTION_HOURS,
         // Nothing to prune in a short run.
         prune_interval_secs: 3_600,
-        stalled_after_secs: config::DEFAULT_OUTBOX_STALLED_AFTER_SECS,
+        ..RelayConfig::default()
     };
     let shutdown = CancellationToken::new();
     let relay = Relay::new(

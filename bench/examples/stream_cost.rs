@@ -133,11 +133,9 @@ async fn drain(stream: bool) -> anyhow::Result<Drain> {
         .await?;
 
     let relay_config = RelayConfig {
-        batch_size: config::DEFAULT_OUTBOX_BATCH_SIZE,
         poll_ms: 10,
-        retention_hours: config::DEFAULT_OUTBOX_RETENTION_HOURS,
         prune_interval_secs: 3_600,
-        stalled_after_secs: config::DEFAULT_OUTBOX_STALLED_AFTER_SECS,
+        ..RelayConfig::default()
     };
     let relay = Relay::new(
         db.pool.clone(),

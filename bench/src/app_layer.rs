@@ -10,7 +10,7 @@
 //!
 //! each in autocommit (the runner opens no transaction), on a pool as large as the run's
 //! concurrency, with the relays' wake-up the application layer sends (a NOTIFY at most every
-//! 5 ms). No relay runs, so the outbox rows stay unpublished. Against the one-statement
+//! 20 ms). No relay runs, so the outbox rows stay unpublished. Against the one-statement
 //! reference it says what the design costs (a read before the write, the key on its row); the
 //! REST door against it says what the service adds (bench/README.md).
 

@@ -1,7 +1,7 @@
 //! Waking the outbox relays once a command committed events (docs/messaging.md "Outbox and relay
 //! wake-up"), off the command's path: the relay of this process at once, in memory; the relays of
 //! other instances with a Postgres NOTIFY that a background task sends — one at once, then at most
-//! one per [`NOTIFY_EVERY`] however many commits follow, so a busy instance sends a few hundred a
+//! one per [`NOTIFY_EVERY`] however many commits follow, so a busy instance sends at most 50 a
 //! second, not one per command. A NOTIFY is a statement of its own, never inside a writing
 //! transaction (which would serialise commits). A wake-up that is lost only delays publishing until
 //! the relays' next poll.
@@ -15,8 +15,10 @@ use tokio::sync::Notify;
 
 use crate::store::{self, StoreError, outbox};
 
-/// The least time between two NOTIFYs of one process.
-pub const NOTIFY_EVERY: Duration = Duration::from_millis(5);
+/// The least time between two NOTIFYs of one process: the default linger, since under load a relay
+/// reads no more often than that (docs/messaging.md "Batches that grow with load"), and each
+/// NOTIFY costs every listening relay's backend a wake-up.
+pub const NOTIFY_EVERY: Duration = Duration::from_millis(crate::config::DEFAULT_OUTBOX_LINGER_MS);
 
 /// No NOTIFY task runs.
 const IDLE: u8 = 0;

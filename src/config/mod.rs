@@ -96,6 +96,9 @@ pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 512;
 
 pub const DEFAULT_OUTBOX_BATCH_SIZE: u32 = 256;
 pub const DEFAULT_OUTBOX_POLL_MS: u64 = 1_000;
+/// How long after a read that found events the relay reads again at the soonest, so events
+/// committed meanwhile share a batch (docs/messaging.md "Batches that grow with load").
+pub const DEFAULT_OUTBOX_LINGER_MS: u64 = 20;
 pub const DEFAULT_OUTBOX_RETENTION_HOURS: u64 = 7 * 24;
 pub const DEFAULT_OUTBOX_PRUNE_INTERVAL_SECS: u64 = 60;
 /// How long a relay may go without a successful batch while events wait before readiness names it.

@@ -1,7 +1,7 @@
 //! The outbox as a log (docs/messaging.md "The outbox as a log"), its pitfalls each with a test:
 //! an older transaction writing an order's next version, a transaction holding the horizon, the
 //! relay's own transaction id, a database restored where transaction ids are lower, and the read's
-//! plan on a large table.
+//! plan on a large table; and the linger that lets batches grow with load.
 
 use order_service::app::App;
 use order_service::config::{DEFAULT_LOCK_TIMEOUT, RelayConfig};
@@ -399,4 +399,56 @@ async fn a_prepared_transaction_holds_publishing_back_until_it_ends_and_skips_no
     let published = ids(&read);
     read.finish(&published, &[]).await.unwrap();
     pool.close().await;
+}
+
+/// Batches the relay moved its cursor for so far.
+async fn batches_published(h: &Harness) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM outbox_publications")
+        .fetch_one(&h.db.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn events_committed_one_by_one_while_the_relay_lingers_share_its_batches() {
+    let mut h = Harness::start().await;
+    let queue = h.subscribe().await;
+    let lingering = RelayConfig {
+        linger_ms: 400,
+        ..relay_config()
+    };
+    h.spawn_relay(order_service_testkit::AMQP_URL, lingering);
+    place(&h.app, 100).await;
+    h.receive(&queue, 1).await;
+    let before = batches_published(&h).await;
+
+    // 30 commits 10 ms apart, each waking the relay (its NOTIFY): without the linger, about one
+    // batch each.
+    for _ in 0..30 {
+        place(&h.app, 100).await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    h.receive(&queue, 30).await;
+    let batches = batches_published(&h).await - before;
+    assert!(
+        (1..=5).contains(&batches),
+        "30 events lingered into {batches} batches"
+    );
+}
+
+#[tokio::test]
+async fn an_idle_relay_reads_an_event_at_once_whatever_its_linger() {
+    let mut h = Harness::start().await;
+    let queue = h.subscribe().await;
+    // Lingering an hour: the event is received within the test's wait only if the relay reads at
+    // once when nothing was published before.
+    let hourly = RelayConfig {
+        linger_ms: 3_600_000,
+        ..relay_config()
+    };
+    h.spawn_relay(order_service_testkit::AMQP_URL, hourly);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await; // the relay looked: idle
+    let order = place(&h.app, 100).await;
+    let published = h.receive(&queue, 1).await;
+    assert_eq!(published[0].body["data"]["id"], order.as_uuid().to_string());
 }

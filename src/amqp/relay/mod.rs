@@ -9,7 +9,9 @@
 //! which keeps each order's events in version order. Rows committed while an older transaction
 //! still runs wait behind the horizon; no notification says when it moves, so the relay then
 //! looks again after 5 ms, doubling up to the poll interval while they wait, and meanwhile lets
-//! commits gather instead of reading at each. A raw row (a replayed dead letter) is
+//! commits gather instead of reading at each. After a read that found events, the next waits out
+//! the linger, so under load events gather into batches that grow with the rate (docs/messaging.md
+//! "Batches that grow with load"). A raw row (a replayed dead letter) is
 //! published as it is to its own exchange (the inbound one), declared once per session. A relay
 //! wakes when its own process committed events (in memory), on the NOTIFY any instance sends after
 //! committing events (coalesced: docs/messaging.md "Outbox and relay wake-up"), and polls slowly as
@@ -153,6 +155,7 @@ impl Relay {
                 exchange: &self.exchange,
                 declared: &mut declared,
             };
+            let read_at = Instant::now();
             // Boxed: a batch's future is kilobytes large, and would be copied into this loop's.
             let batch = Box::pin(publish_batch(&self.pool, self.config.batch_size, target)).await;
             if batch.is_ok() {
@@ -168,6 +171,12 @@ impl Relay {
             // coming under load, and reading at each would find the newest rows behind the
             // horizon again (an idle transaction per commit); waiting gathers them into a batch.
             let mut behind = false;
+            // After a read that found events, the next waits out the linger (docs/messaging.md
+            // "Batches that grow with load"), whatever wakes the relay meanwhile.
+            let linger_until = match &batch {
+                Ok(published) if published.read > 0 => Some(read_at + self.config.linger()),
+                _ => None,
+            };
             let wait = match batch {
                 // A full batch: more are probably waiting.
                 Ok(published) if published.read >= self.config.batch_size as usize => continue,
@@ -202,9 +211,17 @@ impl Relay {
             if listener.is_none() {
                 listener = self.listen().await;
             }
+            let wake_at = tokio::time::Instant::now() + wait;
+            if let Some(until) = linger_until {
+                tokio::select! {
+                    () = shutdown.cancelled() => break Ok(()),
+                    () = tokio::time::sleep_until(until.into()) => {}
+                }
+            }
+            // Wake-ups that came during the linger are still pending: the read follows at once.
             tokio::select! {
                 () = shutdown.cancelled() => break Ok(()),
-                () = tokio::time::sleep(wait) => {}
+                () = tokio::time::sleep_until(wake_at) => {}
                 () = committed(self.wakeup.as_ref()), if !behind => drain(&mut listener),
                 woke = notified(&mut listener), if !behind => if woke { drain(&mut listener) } else { listener = None },
                 event = broker_events.next() => match event {

@@ -224,10 +224,8 @@ impl Drop for Harness {
 /// bound.
 pub fn relay_config() -> RelayConfig {
     RelayConfig {
-        batch_size: 256,
         poll_ms: 200,
-        retention_hours: 168,
         prune_interval_secs: 3600,
-        stalled_after_secs: order_service::config::DEFAULT_OUTBOX_STALLED_AFTER_SECS,
+        ..RelayConfig::default()
     }
 }
