@@ -87,7 +87,10 @@ struct LogRow {
 /// then, not readable, the first committed row at or past the horizon if there is one (its id
 /// only): rows wait behind it. Each part is one range of `outbox_pos_id_idx`, the row comparison
 /// and `xmin` (a constant of the statement's snapshot) its bounds (tests/amqp/outbox_log.rs checks
-/// the plan on a large table).
+/// the plan on a large table). The second part's bound is one row comparison, `(pos, id) >
+/// (xmin, 0)` or the cursor, whichever is later: given as two conditions, a row comparison and
+/// `pos >= xmin`, the index scan started at the cursor and stepped over every readable row of a
+/// backlog at each batch.
 ///
 /// The statement reads the cursor itself, in its own snapshot, taken after the lease is held:
 /// the statement that takes the lease took its snapshot before it, when the relay that held the
@@ -108,9 +111,11 @@ pub const READ_AFTER_CURSOR: &str = "WITH cursor AS MATERIALIZED (\
     (SELECT pos::text::int8, false, false, id, event_id, created_at, NULL, NULL, NULL, NULL, \
         NULL, NULL, NULL, NULL \
     FROM outbox \
-    WHERE pos >= greatest(pg_snapshot_xmin(pg_current_snapshot()), \
-                          (SELECT through_pos FROM cursor)) \
-      AND (pos, id) > ((SELECT through_pos FROM cursor), (SELECT through_id FROM cursor)) \
+    WHERE (pos, id) > (greatest(pg_snapshot_xmin(pg_current_snapshot()), \
+                                (SELECT through_pos FROM cursor)), \
+                       CASE WHEN pg_snapshot_xmin(pg_current_snapshot()) \
+                                 > (SELECT through_pos FROM cursor) \
+                            THEN 0 ELSE (SELECT through_id FROM cursor) END) \
     ORDER BY outbox.pos, outbox.id LIMIT 1)";
 
 /// Reads up to `limit` rows after the cursor. Relays on several instances take turns batch by
