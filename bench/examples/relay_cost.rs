@@ -7,9 +7,11 @@
 //! ```
 //!
 //! Each round runs three phases on fresh databases, in alternating order: sixteen writers place
-//! orders through the application layer at `RATE` events a second for `SECONDS` seconds, with
+//! orders through the application layer at `RATE` events a second (`RELAY_COST_RATE` if set) for
+//! `SECONDS` seconds, with
 //! - `none`: no relay (the writers' own WAL, subtracted from the others);
-//! - `log`: the service's relay (`order_service::amqp::Relay`, the code `serve` runs);
+//! - `log`: the service's relay (`order_service::amqp::Relay`, the code `serve` runs), lingering
+//!   as `OUTBOX_LINGER_MS` says if set, else by the default;
 //! - `claim-mark`: the relay of 0.2.0, its statements replayed here: claim the oldest unpublished
 //!   rows `FOR UPDATE SKIP LOCKED` under the same advisory lease, publish them with confirms, mark
 //!   them `published_at`, commit.
@@ -41,6 +43,7 @@ use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
 const AMQP_URL: &str = config::DEFAULT_AMQP_URL;
+/// Events a second, unless `RELAY_COST_RATE` says otherwise.
 const RATE: u64 = 1_500;
 const SECONDS: u64 = 8;
 const WRITERS: u64 = 16;
@@ -87,7 +90,10 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let writers = median(&phases["none"], |p| p.wal / p.events);
-    println!("\nmedians of {ROUNDS} interleaved rounds, {RATE} events/s for {SECONDS} s:");
+    println!(
+        "\nmedians of {ROUNDS} interleaved rounds, {} events/s for {SECONDS} s:",
+        rate()
+    );
     println!("writers alone: WAL {writers:.0} B/event");
     let mut figures = HashMap::new();
     for variant in [Variant::Log, Variant::ClaimMark] {
@@ -108,6 +114,14 @@ async fn main() -> anyhow::Result<()> {
         log.1 / old.1
     );
     Ok(())
+}
+
+/// The rate the writers keep: `RELAY_COST_RATE` if set, else [`RATE`].
+fn rate() -> u64 {
+    std::env::var("RELAY_COST_RATE")
+        .ok()
+        .and_then(|rate| rate.parse().ok())
+        .unwrap_or(RATE)
 }
 
 /// The service's relay lingers `OUTBOX_LINGER_MS` if set (to compare values), else its default.
@@ -212,7 +226,7 @@ async fn run(variant: Variant) -> anyhow::Result<Phase> {
     for _ in 0..WRITERS {
         let app = app.clone();
         writers.push(tokio::spawn(async move {
-            let every = Duration::from_micros(1_000_000 * WRITERS / RATE);
+            let every = Duration::from_micros(1_000_000 * WRITERS / rate());
             let mut tick = tokio::time::interval(every);
             let mut written = 0;
             while started.elapsed() < Duration::from_secs(SECONDS) {
