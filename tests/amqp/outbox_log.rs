@@ -458,15 +458,18 @@ async fn events_committed_one_by_one_while_the_relay_lingers_share_its_batches()
 async fn an_idle_relay_reads_an_event_at_once_whatever_its_linger() {
     let mut h = Harness::start().await;
     let queue = h.subscribe().await;
-    // Lingering an hour: the event is received within the test's wait only if the relay reads at
-    // once when nothing was published before.
-    let hourly = RelayConfig {
-        linger_ms: 3_600_000,
+    // Lingering for ever: the event is received within the test's wait only if the relay reads at
+    // once when nothing was published before. Pruning never: no interval is too long for a clock.
+    let for_ever = RelayConfig {
+        linger_ms: u64::MAX,
+        prune_interval_secs: u64::MAX,
         ..relay_config()
     };
-    h.spawn_relay(order_service_testkit::AMQP_URL, hourly);
+    h.spawn_relay(order_service_testkit::AMQP_URL, for_ever);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await; // the relay looked: idle
     let order = place(&h.app, 100).await;
     let published = h.receive(&queue, 1).await;
     assert_eq!(published[0].body["data"]["id"], order.as_uuid().to_string());
+    // Lingering after that batch, the relay still stops at once, and did not panic meanwhile.
+    h.stop_consumers().await;
 }

@@ -141,7 +141,7 @@ impl Relay {
         let mut listener = self.listen().await;
         let mut db_backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
         let mut horizon_looks = Backoff::new(HORIZON_FIRST_LOOK, self.config.poll_interval());
-        let mut next_prune = Instant::now();
+        let mut next_prune = Some(Instant::now());
         let mut declared = HashSet::new();
         let result = loop {
             if shutdown.is_cancelled() {
@@ -173,10 +173,7 @@ impl Relay {
             let mut behind = false;
             // After a read that found events, the next waits out the linger (docs/messaging.md
             // "Batches that grow with load"), whatever wakes the relay meanwhile.
-            let linger_until = match &batch {
-                Ok(published) if published.read > 0 => Some(read_at + self.config.linger()),
-                _ => None,
-            };
+            let lingers = matches!(&batch, Ok(published) if published.read > 0);
             let wait = match batch {
                 // A full batch: more are probably waiting.
                 Ok(published) if published.read >= self.config.batch_size as usize => continue,
@@ -211,17 +208,18 @@ impl Relay {
             if listener.is_none() {
                 listener = self.listen().await;
             }
-            let wake_at = tokio::time::Instant::now() + wait;
-            if let Some(until) = linger_until {
+            let waiting_since = Instant::now();
+            if lingers {
+                let linger = self.config.linger().saturating_sub(read_at.elapsed());
                 tokio::select! {
                     () = shutdown.cancelled() => break Ok(()),
-                    () = tokio::time::sleep_until(until.into()) => {}
+                    () = tokio::time::sleep(linger) => {}
                 }
             }
             // Wake-ups that came during the linger are still pending: the read follows at once.
             tokio::select! {
                 () = shutdown.cancelled() => break Ok(()),
-                () = tokio::time::sleep_until(wake_at) => {}
+                () = tokio::time::sleep(wait.saturating_sub(waiting_since.elapsed())) => {}
                 () = committed(self.wakeup.as_ref()), if !behind => drain(&mut listener),
                 woke = notified(&mut listener), if !behind => if woke { drain(&mut listener) } else { listener = None },
                 event = broker_events.next() => match event {
@@ -244,12 +242,12 @@ impl Relay {
         bounded(listening).await.ok()
     }
 
-    /// Between batches: prune when due.
-    async fn housekeeping(&self, next_prune: &mut Instant) {
-        if Instant::now() < *next_prune {
+    /// Between batches: prune when due (never again once the interval is too long for the clock).
+    async fn housekeeping(&self, next_prune: &mut Option<Instant>) {
+        if next_prune.is_none_or(|due| Instant::now() < due) {
             return;
         }
-        *next_prune = Instant::now() + self.config.prune_interval();
+        *next_prune = Instant::now().checked_add(self.config.prune_interval());
         match prune(&self.pool, self.config.retention()).await {
             Ok(0) => {}
             Ok(pruned) => tracing::info!(pruned, "pruned published outbox rows"),
