@@ -24,7 +24,7 @@
 
 mod common;
 
-use common::{median, place, wal_lsn};
+use common::{linger_ms, median, place, wal_lsn};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -122,14 +122,6 @@ fn rate() -> u64 {
         .ok()
         .and_then(|rate| rate.parse().ok())
         .unwrap_or(RATE)
-}
-
-/// The service's relay lingers `OUTBOX_LINGER_MS` if set (to compare values), else its default.
-fn linger_ms() -> u64 {
-    std::env::var("OUTBOX_LINGER_MS")
-        .ok()
-        .and_then(|ms| ms.parse().ok())
-        .unwrap_or(config::DEFAULT_OUTBOX_LINGER_MS)
 }
 
 fn name(variant: Variant) -> &'static str {

@@ -5,13 +5,14 @@
 //! cargo run --release -p order-service-bench --example relay_latency
 //! ```
 //!
-//! The relay runs in-process (the same code `order-service serve` runs); each transition is
+//! The relay runs in-process (the same code `order-service serve` runs, lingering as
+//! `OUTBOX_LINGER_MS` says if set, else by the default); each transition is
 //! committed through the application layer and timed from the moment its command returned
 //! (committed) to the moment a subscriber bound to the outbound exchange received the event.
 
 mod common;
 
-use common::place;
+use common::{linger_ms, place};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -83,6 +84,7 @@ async fn main() -> anyhow::Result<()> {
     });
 
     let config = RelayConfig {
+        linger_ms: linger_ms(),
         // Nothing to prune in a short run.
         prune_interval_secs: 3_600,
         ..RelayConfig::default()

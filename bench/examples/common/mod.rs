@@ -1,6 +1,6 @@
 //! What the relay and retention examples share: placing an order through the application layer
-//! (one `order.created` row in the outbox), the server's WAL position, and the median of a
-//! figure over rounds. Each example includes this module (`mod common;`) and uses a part of it.
+//! (one `order.created` row in the outbox), the server's WAL position, the median of a figure
+//! over rounds, and the relay's linger. Each example includes this module (`mod common;`) and uses a part of it.
 #![allow(dead_code)]
 
 use order_service::app::App;
@@ -43,4 +43,13 @@ pub fn median<T>(rounds: &[T], figure: impl Fn(&T) -> f64) -> f64 {
     let mut values: Vec<f64> = rounds.iter().map(figure).collect();
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// The linger of the relay an example runs: `OUTBOX_LINGER_MS` if set (to compare values), else
+/// the service's default.
+pub fn linger_ms() -> u64 {
+    std::env::var("OUTBOX_LINGER_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(order_service::config::DEFAULT_OUTBOX_LINGER_MS)
 }
