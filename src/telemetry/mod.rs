@@ -93,6 +93,9 @@ where
     }
 }
 
+/// Buckets of the histograms that count what a batch holds.
+const BATCH_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+
 /// The process-wide Prometheus recorder; installed on first use.
 pub fn metrics() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -102,12 +105,19 @@ pub fn metrics() -> PrometheusHandle {
                 .set_buckets(&[
                     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                 ])
-                // A count of deliveries, not a duration (docs/messaging.md "Batched consumer
-                // commits").
+                // Counts per batch, not durations: the consumer's deliveries (docs/messaging.md
+                // "Batched consumer commits") and the relay's events ("Batches that grow with
+                // load").
                 .and_then(|b| {
                     b.set_buckets_for_metric(
                         Matcher::Full("amqp_batch_size".to_owned()),
-                        &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0],
+                        BATCH_BUCKETS,
+                    )
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full("outbox_relay_batch_events".to_owned()),
+                        BATCH_BUCKETS,
                     )
                 })
                 .map(|b| b.build_recorder())

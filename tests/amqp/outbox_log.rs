@@ -430,6 +430,8 @@ async fn batches_published(h: &Harness) -> i64 {
 #[tokio::test]
 async fn events_committed_one_by_one_while_the_relay_lingers_share_its_batches() {
     const LINGER_MS: u64 = 400;
+    // Installed before the relay records its batches.
+    let metrics = order_service::telemetry::metrics();
     let mut h = Harness::start().await;
     let queue = h.subscribe().await;
     let lingering = RelayConfig {
@@ -456,6 +458,12 @@ async fn events_committed_one_by_one_while_the_relay_lingers_share_its_batches()
     assert!(
         batches >= 1 && batches as u64 <= lingers + 2,
         "30 events in {lingers} lingers went in {batches} batches"
+    );
+    // Operators see the batches' sizes, in buckets that count events.
+    let rendered = metrics.render();
+    assert!(
+        rendered.contains("outbox_relay_batch_events_bucket{le=\"256\"}"),
+        "{rendered}"
     );
 }
 

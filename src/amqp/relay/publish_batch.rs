@@ -159,6 +159,10 @@ pub(super) async fn publish_batch(
     drop(in_flight);
     bounded(batch.finish(&settled.published, &settled.set_aside)).await?;
     metrics::counter!("outbox_published_total").increment(settled.published.len() as u64);
+    if !settled.published.is_empty() {
+        // How far the linger grows batches (docs/messaging.md "Batches that grow with load").
+        metrics::histogram!("outbox_relay_batch_events").record(settled.published.len() as f64);
+    }
     report(&settled.set_aside);
     drop(spans);
     match settled.failure {
