@@ -24,7 +24,7 @@
 
 mod common;
 
-use common::{linger_ms, median, place, wal_lsn};
+use common::{env_or, linger_ms, median, place, wal_lsn};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -118,10 +118,7 @@ async fn main() -> anyhow::Result<()> {
 
 /// The rate the writers keep: `RELAY_COST_RATE` if set, else [`RATE`].
 fn rate() -> u64 {
-    std::env::var("RELAY_COST_RATE")
-        .ok()
-        .and_then(|rate| rate.parse().ok())
-        .unwrap_or(RATE)
+    env_or("RELAY_COST_RATE", RATE)
 }
 
 fn name(variant: Variant) -> &'static str {

@@ -1,6 +1,7 @@
 //! What the relay and retention examples share: placing an order through the application layer
 //! (one `order.created` row in the outbox), the server's WAL position, the median of a figure
-//! over rounds, and the relay's linger. Each example includes this module (`mod common;`) and uses a part of it.
+//! over rounds, and settings read from the environment (the relay's linger among them). Each
+//! example includes this module (`mod common;`) and uses a part of it.
 #![allow(dead_code)]
 
 use order_service::app::App;
@@ -45,11 +46,20 @@ pub fn median<T>(rounds: &[T], figure: impl Fn(&T) -> f64) -> f64 {
     values[values.len() / 2]
 }
 
-/// The linger of the relay an example runs: `OUTBOX_LINGER_MS` if set (to compare values), else
-/// the service's default.
-pub fn linger_ms() -> u64 {
-    std::env::var("OUTBOX_LINGER_MS")
+/// The number in the environment variable `name`, if it is set to one, else `default`: what an
+/// example lets its user change to compare values.
+pub fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
         .ok()
-        .and_then(|ms| ms.parse().ok())
-        .unwrap_or(order_service::config::DEFAULT_OUTBOX_LINGER_MS)
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The linger of the relay an example runs: `OUTBOX_LINGER_MS` if set, else the service's
+/// default.
+pub fn linger_ms() -> u64 {
+    env_or(
+        "OUTBOX_LINGER_MS",
+        order_service::config::DEFAULT_OUTBOX_LINGER_MS,
+    )
 }
